@@ -1,0 +1,34 @@
+"""Test settings: real PostgreSQL and Redis when they answer on their standard local
+ports (as on CI), otherwise the embedded default."""
+
+import os
+import socket
+import tempfile
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.3):
+            return True
+    except OSError:
+        return False
+
+
+if "DATABASE_URL" not in os.environ and _answers(5432):
+    os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/flamedeck"
+if "REDIS_URL" not in os.environ and _answers(6379):
+    os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/15"
+# A queue of its own, so no message from an earlier run reaches this run's workers.
+os.environ.setdefault("CELERY_QUEUE", f"flamedeck-test-{os.getpid()}")
+os.environ.setdefault("FLAMEDECK_VAR_DIR", tempfile.mkdtemp(prefix="flamedeck-test-"))
+
+from config.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = False
+COMPRESS_OFFLINE = False
+DEBUG = False
+
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not memory, so a real worker process can share the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}

@@ -1,0 +1,40 @@
+from django.contrib import admin
+
+from .models import Capture, CaptureGroup, Comment, Keyword, KeywordSet
+
+
+class KeywordInline(admin.TabularInline):
+    model = Keyword
+    extra = 1
+
+
+@admin.register(KeywordSet)
+class KeywordSetAdmin(admin.ModelAdmin):
+    list_display = ["name", "is_default", "created_at"]
+    inlines = [KeywordInline]
+
+
+class CommentInline(admin.TabularInline):
+    model = Comment
+    extra = 0
+    readonly_fields = ["author", "created_at"]
+
+
+@admin.register(Capture)
+class CaptureAdmin(admin.ModelAdmin):
+    list_display = ["id", "kind", "status", "host", "pid", "run", "duration", "rate", "queued_at"]
+    list_filter = ["status", "kind", "host", "scheduled"]
+    search_fields = ["id", "error", "note", "original_name"]
+    raw_id_fields = ["run", "process", "group"]
+    readonly_fields = [
+        "queued_at", "started_at", "finished_at", "heartbeat_at", "worker", "progress",
+        "stats", "error_cause", "raw_size", "raw_pruned_at",
+    ]
+    date_hierarchy = "queued_at"
+    inlines = [CommentInline]
+
+
+@admin.register(CaptureGroup)
+class CaptureGroupAdmin(admin.ModelAdmin):
+    list_display = ["id", "run", "scheduled", "created_at"]
+    raw_id_fields = ["run"]

@@ -1,0 +1,136 @@
+"""JSON API for captures (contract 3)."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.shortcuts import get_object_or_404
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from runs.api import api
+from runs.models import Host, Run
+
+from . import selectors, services
+from .models import Capture
+
+
+class CaptureRequestSerializer(serializers.Serializer):
+    host = serializers.CharField()
+    pid = serializers.IntegerField(min_value=1)
+    kind = serializers.ChoiceField(choices=["record", "dump"], default="record")
+    duration = serializers.IntegerField(min_value=1, default=30)
+    rate = serializers.IntegerField(min_value=1, max_value=2000, default=20)
+    native = serializers.BooleanField(default=True)
+    threads = serializers.BooleanField(default=True)
+    idle = serializers.BooleanField(default=False)
+    gil = serializers.BooleanField(default=False)
+    nonblocking = serializers.BooleanField(default=False)
+    subprocesses = serializers.BooleanField(default=False)
+    run = serializers.IntegerField(required=False, allow_null=True)
+
+    def validate_host(self, value: str) -> Host:
+        lookup = {"pk": int(value)} if value.isdigit() else {"name": value}
+        host = Host.objects.filter(**lookup).first()
+        if host is None:
+            raise serializers.ValidationError(f"no host {value!r}")
+        return host
+
+    def validate_run(self, value: int | None) -> Run | None:
+        if value is None:
+            return None
+        run = Run.objects.filter(pk=value).first()
+        if run is None:
+            raise serializers.ValidationError(f"no run {value}")
+        return run
+
+
+def capture_json(capture: Capture, threads: list[str] | None = None) -> dict:
+    return {
+        "id": capture.pk,
+        "status": capture.status,
+        "kind": capture.kind,
+        "host": capture.host.name if capture.host else None,
+        "pid": capture.pid,
+        "run": capture.run_id,
+        "settings": {f: getattr(capture, f) for f in services.RECORD_FIELDS},
+        "error": capture.error,
+        "error_cause": capture.error_cause,
+        "note": capture.note,
+        "progress": capture.progress,
+        "queued_at": capture.queued_at,
+        "started_at": capture.started_at,
+        "finished_at": capture.finished_at,
+        "raw_pruned": capture.raw_pruned_at is not None,
+        "stats": selectors.capture_stats(capture=capture, threads=threads),
+    }
+
+
+def _threads_param(request) -> list[str] | None:
+    values = [v for raw in request.query_params.getlist("thread") for v in raw.split(",") if v]
+    return values or None
+
+
+@api(["GET", "POST"])
+def capture_list(request):
+    if request.method == "GET":
+        captures = selectors.capture_list()[:100]
+        return Response([{k: v for k, v in capture_json(c).items() if k != "stats"} for c in captures])
+    serializer = CaptureRequestSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    data = dict(serializer.validated_data)
+    try:
+        capture = services.capture_create(
+            user=request.user, host=data.pop("host"), pid=data.pop("pid"),
+            kind=data.pop("kind"), run=data.pop("run", None), **data,
+        )
+    except DjangoValidationError as exc:
+        raise ValidationError(exc.message_dict if hasattr(exc, "message_dict") else exc.messages)
+    return Response({"id": capture.pk, "status": capture.status}, status=status.HTTP_201_CREATED)
+
+
+@api(["GET"])
+def capture_detail(request, pk: int):
+    capture = get_object_or_404(Capture.objects.select_related("host"), pk=pk)
+    return Response(capture_json(capture, threads=_threads_param(request)))
+
+
+@api(["GET"])
+def capture_flamegraph(request, pk: int):
+    capture = get_object_or_404(Capture, pk=pk)
+    try:
+        max_nodes = max(10, min(int(request.query_params.get("max_nodes", 8192)), 50000))
+    except ValueError:
+        raise ValidationError({"max_nodes": "must be an integer"}) from None
+    tree = selectors.capture_flamegraph(
+        capture=capture, max_nodes=max_nodes, threads=_threads_param(request)
+    )
+    if tree is None:
+        return Response({"detail": "This capture has no flamegraph."}, status=404)
+    return Response(tree)
+
+
+@api(["POST"])
+def capture_cancel(request, pk: int):
+    capture = get_object_or_404(Capture, pk=pk)
+    if not services.capture_cancel(capture=capture):
+        return Response(
+            {"detail": f"A {capture.status} capture cannot be cancelled.", "status": capture.status},
+            status=status.HTTP_409_CONFLICT,
+        )
+    capture.refresh_from_db()
+    return Response({"id": capture.pk, "status": capture.status, "cancel_requested": True})
+
+
+@api(["POST"], permissions=(IsAuthenticated,))
+def capture_import(request):
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ValidationError({"file": "attach a py-spy raw or speedscope file as `file`"})
+    run = None
+    if request.data.get("run"):
+        run = get_object_or_404(Run, pk=request.data["run"])
+    capture = services.capture_import(
+        user=request.user, file=upload, log=request.FILES.get("log"), run=run
+    )
+    body = {"id": capture.pk, "status": capture.status, "error": capture.error}
+    return Response(body, status=status.HTTP_201_CREATED)

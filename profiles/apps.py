@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class ProfilesConfig(AppConfig):
+    name = "profiles"
+    verbose_name = "Profiles and captures"
+
+    def ready(self) -> None:
+        from .defaults import defaults_ensure
+
+        post_migrate.connect(defaults_ensure, sender=self, dispatch_uid="flamedeck-defaults")

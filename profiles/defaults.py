@@ -1,0 +1,48 @@
+"""Rows every installation needs: the operators group, the GPU keyword set and the
+local host. Ensured after every migrate (and test database flush)."""
+
+from django.contrib.auth.models import Group, Permission
+
+from profiles import pyspy
+from runs.permissions import OPERATORS_GROUP
+from runs.services import local_host_ensure
+
+from .models import Keyword, KeywordSet
+
+OPERATOR_PERMISSIONS = [
+    ("profiles", "launch_capture"),
+    ("runs", "add_host"),
+    ("runs", "change_host"),
+    ("runs", "add_run"),
+    ("runs", "change_run"),
+]
+DEFAULT_KEYWORD_SET = "GPU training"
+
+
+def operators_group_ensure() -> Group:
+    group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
+    for app_label, codename in OPERATOR_PERMISSIONS:
+        perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+        if perm:
+            group.permissions.add(perm)
+    return group
+
+
+def default_keyword_set_ensure() -> KeywordSet:
+    keyword_set, created = KeywordSet.objects.get_or_create(
+        name=DEFAULT_KEYWORD_SET,
+        defaults={"is_default": True, "description": "CUDA launch, sync, allocator, copies, "
+                  "host syncs, NCCL, waits, queues and the GIL in PyTorch training jobs."},
+    )
+    if created:
+        Keyword.objects.bulk_create(
+            Keyword(keyword_set=keyword_set, position=i, keyword=k.keyword, category=k.category)
+            for i, k in enumerate(pyspy.GPU_KEYWORDS)
+        )
+    return keyword_set
+
+
+def defaults_ensure(**kwargs: object) -> None:
+    operators_group_ensure()
+    default_keyword_set_ensure()
+    local_host_ensure()

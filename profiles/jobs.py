@@ -1,0 +1,112 @@
+"""Whole-job work: capture groups (every process of a run at once), scheduled
+captures, and the raw-file retention budget."""
+
+import logging
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from runs.models import Run
+
+from .models import Capture, CaptureGroup
+from .services import capture_create
+
+log = logging.getLogger(__name__)
+
+
+@transaction.atomic
+def capture_group_create(
+    *, user: AbstractBaseUser | None, run: Run, scheduled: bool = False, **py_spy_settings: Any
+) -> CaptureGroup:
+    """One capture per process of the run, same settings, queued together."""
+    processes = list(run.processes.select_related("host"))
+    if not processes:
+        raise ValidationError("This run has no processes to capture; attach some first.")
+    group = CaptureGroup.objects.create(run=run, requested_by=user, scheduled=scheduled)
+    for process in processes:
+        capture_create(
+            user=user, host=process.host, pid=process.pid, process=process, group=group,
+            scheduled=scheduled, **py_spy_settings,
+        )
+    return group
+
+
+def group_summary(group: CaptureGroup) -> dict[str, Any]:
+    """Status across the group (done, partial, failed, running) and the start skew."""
+    captures = list(group.captures.all())
+    statuses = {c.status for c in captures}
+    if statuses & {Capture.Status.QUEUED, Capture.Status.RUNNING, Capture.Status.PARSING}:
+        status = "running"
+    elif statuses <= {Capture.Status.DONE}:
+        status = "done"
+    elif Capture.Status.DONE in statuses:
+        status = "partial"
+    else:
+        status = "failed"
+    starts = [c.started_at for c in captures if c.started_at]
+    skew = (max(starts) - min(starts)).total_seconds() if len(starts) > 1 else 0.0
+    return {"status": status, "start_skew_s": round(skew, 3), "captures": len(captures)}
+
+
+def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
+    """Start a group capture for every running run whose schedule is due.
+
+    Each run is claimed with a conditional UPDATE on `schedule_last_at`, so two beat
+    ticks (or two beat processes) never start the same scheduled capture twice.
+    """
+    now = now or timezone.now()
+    groups = []
+    for run in Run.objects.filter(status=Run.Status.RUNNING, schedule_every_min__gt=0):
+        due_before = now - timezone.timedelta(minutes=run.schedule_every_min)
+        claimed = Run.objects.filter(pk=run.pk).filter(
+            Q(schedule_last_at__isnull=True) | Q(schedule_last_at__lte=due_before)
+        ).update(schedule_last_at=now)
+        if not claimed or not run.processes.exists():
+            continue
+        groups.append(capture_group_create(user=None, run=run, scheduled=True))
+        scheduled_captures_trim(run=run)
+    return groups
+
+
+def scheduled_captures_trim(*, run: Run) -> int:
+    """Keep only the newest `schedule_keep` scheduled captures of a run."""
+    keep = run.schedule_keep
+    old = Capture.objects.filter(run=run, scheduled=True).order_by("-queued_at")[keep:]
+    doomed = [c for c in old.select_related(None) if c.is_final]
+    for capture in doomed:
+        capture_delete_files(capture=capture)
+        capture.delete()
+    return len(doomed)
+
+
+def capture_delete_files(*, capture: Capture) -> None:
+    for field in (capture.raw_file, capture.log_file, capture.flamegraph_file):
+        if field:
+            field.delete(save=False)
+
+
+def raw_prune(*, budget_bytes: int, dry_run: bool = False) -> dict[str, int]:
+    """Delete the oldest raw files until the kept ones fit in `budget_bytes`.
+
+    Stats, the flamegraph tree, the py-spy log and comments stay, so pages still
+    work; the capture page says the raw file was pruned.
+    """
+    kept = Capture.objects.filter(raw_pruned_at__isnull=True).exclude(raw_file="")
+    total = kept.aggregate(total=Sum("raw_size"))["total"] or 0
+    pruned = freed = 0
+    for capture in kept.filter(status__in=Capture.FINAL).order_by("queued_at").iterator():
+        if total - freed <= budget_bytes:
+            break
+        freed += capture.raw_size
+        pruned += 1
+        if not dry_run:
+            capture.raw_file.delete(save=False)
+            Capture.objects.filter(pk=capture.pk).update(raw_pruned_at=timezone.now(), raw_file="")
+    return {"total_bytes": total, "freed_bytes": freed, "pruned": pruned,
+            "kept_bytes": total - freed}
+
+

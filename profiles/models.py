@@ -1,0 +1,207 @@
+"""Captures (one py-spy record or dump), keyword sets, and the team's comments."""
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from runs.models import Host, Run, RunProcess, Tag
+
+
+class KeywordSet(models.Model):
+    """An ordered list of frame substrings, each in a category (launch, sync, ...)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-is_default", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("profiles:keywordset_detail", args=[self.pk])
+
+
+class Keyword(models.Model):
+    keyword_set = models.ForeignKey(KeywordSet, on_delete=models.CASCADE, related_name="keywords")
+    position = models.PositiveIntegerField(default=0)
+    keyword = models.CharField(max_length=200)
+    category = models.CharField(max_length=50)
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.category}: {self.keyword}"
+
+
+class CaptureGroup(models.Model):
+    """Captures of every process of a run, started together with one click."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="capture_groups")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    scheduled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def get_absolute_url(self) -> str:
+        return reverse("profiles:group_detail", args=[self.pk])
+
+
+def _capture_path(instance: "Capture", filename: str) -> str:
+    return f"captures/{instance.queued_at:%Y/%m}/{instance.pk}/{filename}"
+
+
+class Capture(models.Model):
+    """One py-spy run against one process, and everything it produced.
+
+    Status transitions (anything else is refused by `services.capture_transition`):
+        queued   → running | failed | cancelled | parsing (imports)
+        running  → parsing | failed | cancelled
+                 → queued      (a transient failure, e.g. host unreachable, to retry)
+        parsing  → done | failed
+                 → cancelled   (a cancelled record keeps and analyses its samples)
+        done     → parsing            (re-analysis with another keyword set)
+        failed   → parsing            (re-analysis when the raw file was kept)
+    Imports are created at parsing. A worker claims a queued capture with a conditional
+    UPDATE, so a redelivered message never starts a second sampler.
+    """
+
+    class Kind(models.TextChoices):
+        RECORD = "record", "Record"
+        DUMP = "dump", "Dump"
+        IMPORT = "import", "Import"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PARSING = "parsing", "Parsing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    TRANSITIONS = {
+        Status.QUEUED: {Status.RUNNING, Status.FAILED, Status.CANCELLED, Status.PARSING},
+        Status.RUNNING: {Status.PARSING, Status.FAILED, Status.CANCELLED, Status.QUEUED},
+        Status.PARSING: {Status.DONE, Status.FAILED, Status.CANCELLED},
+        Status.DONE: {Status.PARSING},
+        Status.FAILED: {Status.PARSING},
+        Status.CANCELLED: {Status.PARSING},
+    }
+    FINAL = (Status.DONE, Status.FAILED, Status.CANCELLED)
+
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="captures"
+    )
+    process = models.ForeignKey(
+        RunProcess, null=True, blank=True, on_delete=models.SET_NULL, related_name="captures"
+    )
+    group = models.ForeignKey(
+        CaptureGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="captures"
+    )
+    host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="captures"
+    )
+    pid = models.PositiveIntegerField(null=True, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.RECORD)
+    # py-spy settings
+    duration = models.PositiveIntegerField(default=30, help_text="Seconds of sampling.")
+    rate = models.PositiveIntegerField(default=20, help_text="Samples per second.")
+    native = models.BooleanField(default=True)
+    threads = models.BooleanField(default=True)
+    idle = models.BooleanField(default=False)
+    gil = models.BooleanField(default=False)
+    nonblocking = models.BooleanField(default=False)
+    subprocesses = models.BooleanField(default=False)
+    scheduled = models.BooleanField(default=False)
+    # state
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    worker = models.CharField(max_length=200, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    error_cause = models.CharField(max_length=40, blank=True)
+    note = models.TextField(blank=True, help_text="Non-fatal remarks, e.g. the process exited.")
+    # data (raw and log are stored gzip-compressed)
+    raw_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
+    raw_format = models.CharField(max_length=20, blank=True)
+    raw_size = models.PositiveBigIntegerField(default=0)
+    raw_pruned_at = models.DateTimeField(null=True, blank=True)
+    log_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
+    flamegraph_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
+    stats = models.JSONField(null=True, blank=True)
+    gpu_samples = models.JSONField(null=True, blank=True)
+    keyword_set = models.ForeignKey(
+        KeywordSet, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    tags = models.ManyToManyField(Tag, blank=True, related_name="captures")
+    original_name = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-queued_at"]
+        indexes = [
+            models.Index(fields=["run", "-queued_at"]),
+            models.Index(fields=["status", "-queued_at"]),
+            models.Index(fields=["host", "pid", "-queued_at"]),
+            models.Index(fields=["status", "heartbeat_at"]),
+        ]
+        permissions = [("launch_capture", "Can launch captures and edit hosts")]
+
+    def __str__(self) -> str:
+        return f"Capture #{self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("profiles:capture_detail", args=[self.pk])
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL
+
+    @property
+    def target_label(self) -> str:
+        if self.host_id is None:
+            return self.original_name or "imported"
+        role = f" {self.process.role}" if self.process_id and self.process.role else ""
+        return f"{self.host.name}:{self.pid}{role}"
+
+    @property
+    def lag_verdict(self) -> str | None:
+        lag = (self.stats or {}).get("lag")
+        return lag.get("verdict") if lag else None
+
+    @property
+    def wall_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class Comment(models.Model):
+    """A team member's note on a capture, optionally pinned to one frame."""
+
+    capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    body = models.TextField()
+    frame = models.CharField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["capture", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"Comment by {self.author} on #{self.capture_id}"

@@ -1,0 +1,71 @@
+"""flamedeck's analysis engine: py-spy output in, dashboard numbers out.
+
+Input formats (detected from content; gzip and UTF-16/UTF-8 BOMs are accepted):
+- py-spy `record --format raw`: collapsed stacks, one `root;...;leaf COUNT` line
+  per unique stack, unordered; with `--threads` the first frame is
+  `thread (TID): NAME` (`thread (TID)` when unnamed), with `--subprocesses`
+  `process PID:"CMDLINE"` frames come first (nested for grandchildren; a
+  command line may span lines). `--idle`, `--native`, `--nolineno` only change
+  which frames appear and how they read.
+- py-spy `record --format speedscope`: JSON, one "sampled" profile per thread
+  named `Thread TID "NAME"`; each sample is one sample.
+- py-spy `dump` text (with or without `--native`, `--locals`) and `dump --json`:
+  per-thread stacks at one instant, for the dump view (`parse_dump`).
+- py-spy's stdout log, for the lag analysis (`analyze_lag`).
+Everything here is standard library only; no Django.
+"""
+
+__version__ = "1.0"
+
+from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
+from .dump import parse_dump  # noqa: E402
+from .errors import ProfileError  # noqa: E402
+from .export import to_folded, to_speedscope  # noqa: E402
+from .flamegraph import prune_flamegraph, select_threads  # noqa: E402
+from .keywords import GPU_KEYWORDS, Keyword, load_keywords  # noqa: E402
+from .lag import analyze_lag  # noqa: E402
+from .profile import Profile  # noqa: E402
+from .raw import parse_raw_lines  # noqa: E402
+from .reading import parse_profile_text, read_profile  # noqa: E402
+from .types import (  # noqa: E402
+    CategoryStat,
+    DumpFrame,
+    DumpThread,
+    FlameNode,
+    FrameStat,
+    KeywordStat,
+    LagPoint,
+    LagReport,
+    Stats,
+    ThreadStat,
+)
+
+__all__ = [
+    "GPU_KEYWORDS",
+    "AnalysisOptions",
+    "CategoryStat",
+    "DumpFrame",
+    "DumpThread",
+    "FlameNode",
+    "FrameStat",
+    "Keyword",
+    "KeywordStat",
+    "LagPoint",
+    "LagReport",
+    "Profile",
+    "ProfileError",
+    "Stats",
+    "ThreadStat",
+    "analyze",
+    "analyze_lag",
+    "load_keywords",
+    "parse_dump",
+    "parse_profile_text",
+    "parse_raw_lines",
+    "percent",
+    "prune_flamegraph",
+    "read_profile",
+    "select_threads",
+    "to_folded",
+    "to_speedscope",
+]

@@ -1,0 +1,242 @@
+"""Statistics from a Profile: every figure counts a sample at most once per item.
+
+All passes are flat loops over the trie's arrays (parents precede children):
+- a node adds its inclusive value to frame f only when f is not above it
+  (`first_on_path`), so recursion never double counts;
+- keywords and categories use bit masks carried down the path: a node adds its
+  inclusive value to a keyword only for bits its frame sets and no ancestor set.
+Synthetic process/thread frames are left out of the frame lists and are never
+matched by keywords (a command line mentioning `queue` must not count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .flamegraph import trie_flamegraph
+from .keywords import GPU_KEYWORDS, Keyword
+from .lag import analyze_lag
+from .frames import parse_process
+from .profile import Profile, inclusive
+from .types import CategoryStat, FrameStat, KeywordStat, Stats, ThreadStat
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What to compute and for which threads."""
+
+    keywords: tuple[Keyword, ...] = GPU_KEYWORDS
+    """Keywords to look for in frames (substring, case-sensitive), with categories."""
+    max_nodes: int = 8192
+    """Most nodes the flamegraph may have, the pruned-mass nodes included (>= 2)."""
+    threads: frozenset[str] | None = None
+    """Only samples of these threads (names or tid strings); None means all."""
+    top_n: int = 50
+    """Length of the top_self, top_total and uncovered_native lists (>= 30)."""
+    include_flamegraph: bool = True
+    """Whether the result carries the (pruned) flamegraph tree."""
+
+
+@dataclass
+class _View:
+    """The profile seen through a thread filter: per-node samples and totals."""
+
+    own: list[int]
+    total: list[int]
+    grand_total: int
+
+
+def analyze(
+    profile: Profile, options: AnalysisOptions | None = None, log_text: str | None = None
+) -> Stats:
+    """Compute the dashboard's statistics (the CLI's JSON); `lag` when log_text is given."""
+    options = options or AnalysisOptions()
+    view = _view(profile, options.threads)
+    top_n = max(options.top_n, 30)
+    own_by_frame = _by_frame(profile, view.own, first_only=False)
+    total_by_frame = _by_frame(profile, view.total, first_only=True)
+    kw_counts, cat_counts = _keyword_counts(profile, view, options.keywords)
+    stats: Stats = {
+        "format": profile.format,
+        "total_samples": view.grand_total,
+        "unique_stacks": sum(1 for c in view.own if c),
+        "skipped_lines": profile.skipped_lines,
+        "max_depth": _max_depth(profile, view),
+        "threads": _threads(profile, view),
+        "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
+        "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
+        "keywords": _keyword_list(options.keywords, kw_counts, view.grand_total),
+        "categories": _category_list(options.keywords, cat_counts, view.grand_total),
+        "uncovered_native": _uncovered(profile, own_by_frame, options.keywords, view, top_n),
+    }
+    if options.include_flamegraph:
+        stats["flamegraph"] = trie_flamegraph(profile, view.total, options.max_nodes)
+    if log_text is not None:
+        stats["lag"] = analyze_lag(log_text)
+    return stats
+
+
+def percent(part: int, whole: int) -> float:
+    """Share in percent, two decimals; 0 of nothing is 0."""
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def _view(profile: Profile, threads: frozenset[str] | None) -> _View:
+    if threads is None:
+        total = profile.totals()
+        return _View(profile.self_count, total, total[0])
+    wanted = _matching_thread_frames(profile, threads)
+    selected = bytearray(profile.node_count)
+    parent, frame = profile.parent, profile.frame
+    for i in range(1, profile.node_count):
+        selected[i] = selected[parent[i]] or frame[i] in wanted
+    own = [c if s else 0 for c, s in zip(profile.self_count, selected, strict=True)]
+    total = inclusive(parent, own)
+    return _View(own, total, total[0])
+
+
+def _matching_thread_frames(profile: Profile, threads: frozenset[str]) -> set[int]:
+    wanted = {t.strip() for t in threads}
+    lowered = {t.lower() for t in wanted}
+    found = set()
+    for fid, (tid, name, _pid) in profile.frame_info().thread.items():
+        if name in wanted or str(tid) in wanted or str(tid).lower() in lowered:
+            found.add(fid)
+    return found
+
+
+def _by_frame(profile: Profile, values: list[int], first_only: bool) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    frame, first = profile.frame, profile.first_on_path
+    for i in range(1, profile.node_count):
+        value = values[i]
+        if value and (first[i] or not first_only):
+            fid = frame[i]
+            counts[fid] = counts.get(fid, 0) + value
+    return counts
+
+
+def _frame_mask(profile: Profile, keywords: tuple[Keyword, ...]) -> tuple[list[int], list[int]]:
+    """Per distinct frame: bit mask of matching keywords and of their categories."""
+    categories = _categories(keywords)
+    synthetic = profile.frame_info().synthetic
+    kw_masks, cat_masks = [0] * len(profile.frames), [0] * len(profile.frames)
+    for fid, name in enumerate(profile.frames):
+        if synthetic[fid]:
+            continue
+        for bit, kw in enumerate(keywords):
+            if kw.keyword in name:
+                kw_masks[fid] |= 1 << bit
+                cat_masks[fid] |= 1 << categories.index(kw.category)
+    return kw_masks, cat_masks
+
+
+def _keyword_counts(
+    profile: Profile, view: _View, keywords: tuple[Keyword, ...]
+) -> tuple[list[int], list[int]]:
+    kw_counts, cat_counts = [0] * len(keywords), [0] * len(_categories(keywords))
+    if not keywords:
+        return kw_counts, cat_counts
+    kw_masks, cat_masks = _frame_mask(profile, keywords)
+    _count_masks(profile, view.total, kw_masks, kw_counts)
+    _count_masks(profile, view.total, cat_masks, cat_counts)
+    return kw_counts, cat_counts
+
+
+def _count_masks(profile: Profile, total: list[int], masks: list[int], counts: list[int]) -> None:
+    """Add each node's inclusive value to the bits its frame sets first on the path."""
+    parent, frame = profile.parent, profile.frame
+    on_path = [0] * profile.node_count
+    for i in range(1, profile.node_count):
+        above = on_path[parent[i]]
+        mine = masks[frame[i]]
+        if not mine:
+            on_path[i] = above
+            continue
+        on_path[i] = above | mine
+        fresh = mine & ~above
+        if fresh and total[i]:
+            _add_bits(fresh, total[i], counts)
+
+
+def _add_bits(bits: int, value: int, counts: list[int]) -> None:
+    index = 0
+    while bits:
+        if bits & 1:
+            counts[index] += value
+        bits >>= 1
+        index += 1
+
+
+def _categories(keywords: tuple[Keyword, ...]) -> list[str]:
+    return list(dict.fromkeys(kw.category for kw in keywords))
+
+
+def _max_depth(profile: Profile, view: _View) -> int:
+    depth = profile.depth
+    return max((depth[i] for i, c in enumerate(view.own) if c), default=0)
+
+
+def _threads(profile: Profile, view: _View) -> list[ThreadStat]:
+    info = profile.frame_info().thread
+    found: dict[int, int] = {}
+    pids: dict[int, int | None] = {}
+    frame, first, parent = profile.frame, profile.first_on_path, profile.parent
+    for i in range(1, profile.node_count):
+        if frame[i] in info and first[i] and view.total[i]:
+            found[frame[i]] = found.get(frame[i], 0) + view.total[i]
+            pids.setdefault(frame[i], _pid_of(profile, parent[i]))
+    out: list[ThreadStat] = []
+    for fid, samples in found.items():
+        tid, name, _ = info[fid]
+        out.append(_thread_stat(tid, name, pids[fid], samples, view.grand_total))
+    out.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
+    return out
+
+
+def _thread_stat(tid: int | str, name: str, pid: int | None, samples: int, whole: int) -> ThreadStat:
+    return {"name": name, "tid": tid, "pid": pid, "samples": samples, "percent": percent(samples, whole)}
+
+
+def _pid_of(profile: Profile, node: int) -> int | None:
+    """pid when `node` is a `process N:"..."` frame (the one above a thread frame)."""
+    if node <= 0:
+        return None
+    parsed = parse_process(profile.frames[profile.frame[node]])
+    return parsed[0] if parsed else None
+
+
+def _frame_list(profile: Profile, counts: dict[int, int], whole: int, top_n: int) -> list[FrameStat]:
+    synthetic = profile.frame_info().synthetic
+    rows = [(c, profile.frames[f]) for f, c in counts.items() if not synthetic[f]]
+    rows.sort(key=lambda r: (-r[0], r[1]))
+    return [{"frame": f, "samples": c, "percent": percent(c, whole)} for c, f in rows[:top_n]]
+
+
+def _keyword_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int) -> list[KeywordStat]:
+    rows: list[KeywordStat] = [
+        {"keyword": kw.keyword, "category": kw.category, "samples": c, "percent": percent(c, whole)}
+        for kw, c in zip(keywords, counts, strict=True)
+    ]
+    return sorted(rows, key=lambda r: -r["samples"])
+
+
+def _category_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int) -> list[CategoryStat]:
+    rows: list[CategoryStat] = [
+        {"category": cat, "samples": c, "percent": percent(c, whole)}
+        for cat, c in zip(_categories(keywords), counts, strict=True)
+    ]
+    return sorted(rows, key=lambda r: -r["samples"])
+
+
+def _uncovered(
+    profile: Profile, own: dict[int, int], keywords: tuple[Keyword, ...], view: _View, top_n: int
+) -> list[FrameStat]:
+    native = profile.frame_info().native
+    words = [kw.keyword for kw in keywords]
+    counts = {
+        f: c
+        for f, c in own.items()
+        if native[f] and not any(w in profile.frames[f] for w in words)
+    }
+    return _frame_list(profile, counts, view.grand_total, top_n)

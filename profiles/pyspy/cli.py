@@ -1,0 +1,135 @@
+"""Command line: `python -m profiles.pyspy analyze|export|dump|lag ...`.
+
+Exit 0 with JSON (or folded text) on stdout; exit 2 with one line on stderr when
+the input cannot be used. A bug still ends in one line (exit 1), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from .analysis import AnalysisOptions, analyze
+from .dump import parse_dump
+from .errors import ProfileError
+from .export import to_folded, to_speedscope
+from .keywords import load_keywords
+from .lag import analyze_lag
+from .reading import read_profile
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ProfileError(f"usage: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m profiles.pyspy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    an = sub.add_parser("analyze", help="statistics + flamegraph JSON of a raw/speedscope file")
+    an.add_argument("file")
+    an.add_argument("--log", help="py-spy's stdout, for the lag analysis")
+    an.add_argument("--keywords", default="gpu", help="gpu | none | PATH (JSON or `cat: kw` lines)")
+    an.add_argument("--max-nodes", type=int, default=8192)
+    an.add_argument("--thread", action="append", help="only this thread name or tid (repeatable)")
+    an.add_argument("--top", type=int, default=50, help="length of the top lists (>= 30)")
+    an.add_argument("--no-flamegraph", action="store_true")
+    ex = sub.add_parser("export", help="convert a raw/speedscope file")
+    ex.add_argument("file")
+    ex.add_argument("--to", choices=["folded", "speedscope"], required=True)
+    dump = sub.add_parser("dump", help="per-thread stacks of `py-spy dump` text or --json")
+    dump.add_argument("file")
+    lag = sub.add_parser("lag", help="lag report from py-spy's stdout")
+    lag.add_argument("file")
+    return parser
+
+
+def _read_text(path: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ProfileError(f"{Path(path).name}: cannot read it ({exc.strerror})") from None
+    if data[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise ProfileError(f"{Path(path).name} is truncated or corrupt gzip ({exc})") from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", "replace")
+    return data.decode("utf-8", "replace")
+
+
+def _analyze(args: argparse.Namespace) -> None:
+    if args.max_nodes < 2:
+        raise ProfileError("--max-nodes must be at least 2")
+    options = AnalysisOptions(
+        keywords=load_keywords(args.keywords),
+        max_nodes=args.max_nodes,
+        threads=frozenset(args.thread) if args.thread else None,
+        top_n=args.top,
+        include_flamegraph=not args.no_flamegraph,
+    )
+    log_text = _read_text(args.log) if args.log else None
+    stats = analyze(read_profile(args.file), options, log_text=log_text)
+    if args.log and stats.get("lag") is None:
+        raise ProfileError(f"{Path(args.log).name} holds no py-spy log lines")
+    _print_json(stats)
+
+
+def _export(args: argparse.Namespace) -> None:
+    profile = read_profile(args.file)
+    if args.to == "speedscope":
+        _print_json(to_speedscope(profile, name=Path(args.file).name))
+        return
+    out = sys.stdout
+    for line in to_folded(profile):
+        out.write(line + "\n")
+
+
+def _lag(args: argparse.Namespace) -> None:
+    report = analyze_lag(_read_text(args.file))
+    if report is None:
+        raise ProfileError(f"{Path(args.file).name} holds no py-spy log lines")
+    _print_json(report)
+
+
+def _print_json(value: object) -> None:
+    json.dump(value, sys.stdout, separators=(",", ":"))
+    sys.stdout.write("\n")
+
+
+_COMMANDS = {
+    "analyze": _analyze,
+    "export": _export,
+    "dump": lambda a: _print_json(parse_dump(_read_text(a.file))),
+    "lag": _lag,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        _COMMANDS[args.command](args)
+    except ProfileError as exc:
+        print(_one_line(str(exc)), file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("input too large to analyse in the memory available", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
+        print(_one_line(f"internal error ({type(exc).__name__}: {exc})"), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:2000]

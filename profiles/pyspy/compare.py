@@ -1,0 +1,357 @@
+"""Honest comparison of two captures: shares with intervals, and differential trees.
+
+Inputs are what a capture stores: its stats (contract 2 without `flamegraph`) and its
+flamegraph tree ({name, value, children}). Nothing here re-reads raw samples.
+
+Every share gets a 95% Wilson score interval from its sample count, and every change a
+Newcombe hybrid score interval (Newcombe 1998, method 10), built from the two Wilson
+intervals. Why these: a Wald (normal) interval collapses to zero width when a share is
+0% or 100% (a keyword absent from one capture) and under-covers for the small shares
+that matter here (an allocator at 0.4%); Wilson does neither, never leaves [0, 100],
+and Newcombe's interval for the difference is consistent with the per-share intervals
+the page shows beside it. A change is a "real change" only when its interval excludes 0.
+
+The intervals treat samples as independent draws. py-spy samples of one process are
+autocorrelated (a 200 ms sync spans several samples), so the true uncertainty is wider:
+read the intervals as optimistic.
+
+Direction: `before` is the earlier capture, `after` the later; every delta is
+after minus before, in percentage points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, NotRequired, TypedDict
+
+Z_95 = 1.959963984540054
+NOT_MEASURED = "not measured"
+REAL_CHANGE = "real change"
+WITHIN_NOISE = "within noise"
+Verdict = Literal["real change", "within noise", "not measured"]
+
+
+class ShareSide(TypedDict):
+    """One capture's share of samples, in percent, with its 95% Wilson interval."""
+
+    samples: int
+    total: int
+    percent: float
+    low: float
+    high: float
+
+
+class ShareRow(TypedDict):
+    """A category or keyword in both captures; a side is None when it was not measured."""
+
+    name: str
+    category: NotRequired[str]
+    before: ShareSide | None
+    after: ShareSide | None
+    delta_points: float | None
+    delta_low: float | None
+    delta_high: float | None
+    verdict: Verdict
+
+
+class FrameRow(TypedDict):
+    """A top frame. A side missing from its top list has `percent` None and `below`
+    (the smallest share its list shows), so the delta is a bound: `delta_bound` says
+    whether the true change is "at most" or "at least" `delta_points`."""
+
+    frame: str
+    before_percent: float | None
+    after_percent: float | None
+    before_below: float | None
+    after_below: float | None
+    delta_points: float
+    delta_bound: Literal["exact", "at most", "at least"]
+    verdict: Verdict
+
+
+class LagNote(TypedDict):
+    side: Literal["before", "after"]
+    verdict: str
+    max_behind_s: float | None
+    recommended_rate: int | None
+
+
+class Comparison(TypedDict):
+    before_samples: int
+    after_samples: int
+    categories: list[ShareRow]
+    keywords: list[ShareRow]
+    top_self: list[FrameRow]
+    top_total: list[FrameRow]
+    lag_warnings: list[LagNote]
+    method: dict[str, str]
+
+
+class DiffNode(TypedDict):
+    """A node of the shown tree. `delta` is after-share minus before-share of the same
+    path, in points (None for pruned-mass nodes, whose path means nothing)."""
+
+    name: str
+    value: int
+    share: float
+    other_value: int
+    delta: float | None
+    children: list[DiffNode]
+
+
+METHOD = {
+    "share": "Wilson score interval, 95%",
+    "difference": "Newcombe hybrid score interval (method 10), 95%",
+    "verdict": "real change when the difference interval excludes 0",
+    "assumption": "samples treated as independent; py-spy samples are autocorrelated, "
+    "so the intervals are optimistic",
+}
+
+
+def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval for a proportion, as fractions; (0, 1) when n is 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # At 0 or n the bound is exactly 0 or 1; float rounding would leave a speck.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return low, high
+
+
+def newcombe_interval(
+    before: tuple[int, int], after: tuple[int, int], z: float = Z_95
+) -> tuple[float, float]:
+    """Newcombe's hybrid score interval for p_after - p_before, as fractions.
+
+    `before` and `after` are (successes, n). Built from the two Wilson intervals, so
+    it stays within [-1, 1] and keeps its width when a share is 0 or 1.
+    """
+    p1, p2 = before[0] / before[1], after[0] / after[1]
+    l1, u1 = wilson_interval(*before, z=z)
+    l2, u2 = wilson_interval(*after, z=z)
+    d = p2 - p1
+    low = d - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2)
+    high = d + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2)
+    return max(-1.0, low), min(1.0, high)
+
+
+def change_verdict(before: tuple[int, int], after: tuple[int, int]) -> Verdict:
+    """"real change" when the difference interval excludes 0, else "within noise"."""
+    if before[1] <= 0 or after[1] <= 0:
+        return NOT_MEASURED
+    low, high = newcombe_interval(before, after)
+    return REAL_CHANGE if low > 0 or high < 0 else WITHIN_NOISE
+
+
+def _points(fraction: float) -> float:
+    return round(100 * fraction, 2)
+
+
+def share_side(samples: int, total: int) -> ShareSide:
+    low, high = wilson_interval(samples, total)
+    share = samples / total if total else 0.0
+    return {
+        "samples": samples,
+        "total": total,
+        "percent": _points(share),
+        "low": _points(low),
+        "high": _points(high),
+    }
+
+
+def share_row(name: str, before: ShareSide | None, after: ShareSide | None) -> ShareRow:
+    """Compare one share; a side that was not measured (None) gives no verdict."""
+    row: ShareRow = {
+        "name": name,
+        "before": before,
+        "after": after,
+        "delta_points": None,
+        "delta_low": None,
+        "delta_high": None,
+        "verdict": NOT_MEASURED,
+    }
+    if before is None or after is None or not before["total"] or not after["total"]:
+        return row
+    counts_b = (before["samples"], before["total"])
+    counts_a = (after["samples"], after["total"])
+    low, high = newcombe_interval(counts_b, counts_a)
+    row["delta_points"] = round(after["percent"] - before["percent"], 2)
+    row["delta_low"], row["delta_high"] = _points(low), _points(high)
+    row["verdict"] = change_verdict(counts_b, counts_a)
+    return row
+
+
+def _rows_by(rows: Iterable[Mapping[str, Any]], key: str) -> dict[str, Mapping[str, Any]]:
+    return {str(r[key]): r for r in rows}
+
+
+def compare_categories(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[ShareRow]:
+    """Category shares side by side, biggest move first."""
+    return _compare_lists(before, after, "categories", lambda r: str(r["category"]))
+
+
+def compare_keywords(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[ShareRow]:
+    """Keyword shares side by side; a keyword missing from one side's set is unmeasured."""
+    rows = _compare_lists(before, after, "keywords", lambda r: str(r["keyword"]))
+    cats = {str(r["keyword"]): str(r["category"]) for s in (before, after) for r in s["keywords"]}
+    for row in rows:
+        row["category"] = cats[row["name"]]
+    return rows
+
+
+def _compare_lists(before, after, field: str, name_of) -> list[ShareRow]:
+    sides = []
+    for stats in (before, after):
+        total = int(stats.get("total_samples") or 0)
+        sides.append({name_of(r): share_side(int(r["samples"]), total) for r in stats[field]})
+    names = list(dict.fromkeys([*sides[0], *sides[1]]))
+    rows = [share_row(n, sides[0].get(n), sides[1].get(n)) for n in names]
+    return sorted(rows, key=_row_order)
+
+
+def _row_order(row: ShareRow) -> tuple[int, float, float, str]:
+    real = 0 if row["verdict"] == REAL_CHANGE else 1
+    shares = [s["percent"] for s in (row["before"], row["after"]) if s]
+    return real, -abs(row["delta_points"] or 0.0), -max(shares, default=0.0), row["name"]
+
+
+def compare_frames(
+    before: Mapping[str, Any], after: Mapping[str, Any], field: str, limit: int = 30
+) -> list[FrameRow]:
+    """Top frames (`top_self` or `top_total`) of either capture with their change.
+
+    Lists are truncated, so a frame absent from one list is only known to be below
+    that list's smallest entry; its delta is then a bound, and the verdict tests the
+    bound (a real drop to below the bound is a real drop to the true value too).
+    """
+    lists = (before.get(field) or [], after.get(field) or [])
+    totals = (int(before.get("total_samples") or 0), int(after.get("total_samples") or 0))
+    by_frame = [_rows_by(rows, "frame") for rows in lists]
+    floors = [min((int(r["samples"]) for r in rows), default=0) for rows in lists]
+    names = [str(r["frame"]) for r in lists[1][:limit]] + [str(r["frame"]) for r in lists[0][:limit]]
+    rows = [_frame_row(n, by_frame, floors, totals) for n in dict.fromkeys(names)]
+    return sorted(rows, key=lambda r: (-abs(r["delta_points"]), r["frame"]))
+
+
+def _frame_row(name: str, by_frame, floors: list[int], totals: tuple[int, int]) -> FrameRow:
+    found = [side.get(name) for side in by_frame]
+    counts = [int(f["samples"]) if f else floors[i] for i, f in enumerate(found)]
+    shares = [c / t if t else 0.0 for c, t in zip(counts, totals, strict=True)]
+    delta = _points(shares[1] - shares[0])
+    bound = "exact" if all(found) else ("at most" if found[0] else "at least")
+    verdict = change_verdict((counts[0], totals[0]), (counts[1], totals[1]))
+    if verdict == REAL_CHANGE and bound != "exact":
+        # The bound only proves a change in the direction it limits.
+        proves = delta < 0 if bound == "at most" else delta > 0
+        verdict = REAL_CHANGE if proves else WITHIN_NOISE
+    percent = [_points(s) if f else None for s, f in zip(shares, found, strict=True)]
+    below = [None if f else _points(s) for s, f in zip(shares, found, strict=True)]
+    return {
+        "frame": name,
+        "before_percent": percent[0],
+        "after_percent": percent[1],
+        "before_below": below[0],
+        "after_below": below[1],
+        "delta_points": delta,
+        "delta_bound": bound,
+        "verdict": verdict,
+    }
+
+
+def lag_warnings(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[LagNote]:
+    """Sides whose sampler fell behind: their shares are biased, say so beside verdicts."""
+    notes: list[LagNote] = []
+    for side, stats in (("before", before), ("after", after)):
+        lag = stats.get("lag")
+        if lag and lag.get("verdict") not in (None, "ok"):
+            notes.append(
+                {
+                    "side": side,
+                    "verdict": str(lag["verdict"]),
+                    "max_behind_s": lag.get("max_behind_s"),
+                    "recommended_rate": lag.get("recommended_rate"),
+                }
+            )
+    return notes
+
+
+def compare_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> Comparison:
+    """Everything the compare page and `GET /api/compare/` show, from two stats dicts."""
+    return {
+        "before_samples": int(before.get("total_samples") or 0),
+        "after_samples": int(after.get("total_samples") or 0),
+        "categories": compare_categories(before, after),
+        "keywords": compare_keywords(before, after),
+        "top_self": compare_frames(before, after, "top_self"),
+        "top_total": compare_frames(before, after, "top_total"),
+        "lag_warnings": lag_warnings(before, after),
+        "method": dict(METHOD),
+    }
+
+
+def diff_flamegraph(
+    shown: Mapping[str, Any], other: Mapping[str, Any], *, shown_is_after: bool = True
+) -> DiffNode:
+    """The `shown` tree with each node's change in normalised share against `other`.
+
+    Nodes are matched by path (root→node names). A path missing from `other` counts
+    as 0 there, so in the after-tree new frames are all growth, and in the before-tree
+    vanished frames are all shrinkage. `delta` is always after minus before (points).
+    """
+    totals = (int(shown.get("value") or 0), int(other.get("value") or 0))
+    root = _diff_node(shown, other, totals, shown_is_after)
+    # Iterative: native stacks can be deeper than Python's recursion limit.
+    stack = [(root, shown, other)]
+    while stack:
+        out, node, match = stack.pop()
+        kids = _children_by_name(match)
+        for child in node.get("children") or []:
+            twin = kids.get(str(child.get("name")))
+            diffed = _diff_node(child, twin, totals, shown_is_after)
+            out["children"].append(diffed)
+            stack.append((diffed, child, twin))
+    return root
+
+
+def _diff_node(
+    node: Mapping[str, Any],
+    match: Mapping[str, Any] | None,
+    totals: tuple[int, int],
+    shown_is_after: bool,
+) -> DiffNode:
+    value = int(node.get("value") or 0)
+    other_value = int(match.get("value") or 0) if match else 0
+    share = value / totals[0] if totals[0] else 0.0
+    other_share = other_value / totals[1] if totals[1] else 0.0
+    delta = share - other_share if shown_is_after else other_share - share
+    return {
+        "name": str(node.get("name", "")),
+        "value": value,
+        "share": _points(share),
+        "other_value": other_value,
+        "delta": None if "pruned_frames" in node else _points(delta),
+        "children": [],
+    }
+
+
+def _children_by_name(node: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+    if not node:
+        return {}
+    return {str(c.get("name")): c for c in node.get("children") or []}
+
+
+def share_of(stats: Mapping[str, Any] | None, kind: str, name: str) -> ShareSide | None:
+    """One category's or keyword's share in stored stats; None when not measured."""
+    if not stats:
+        return None
+    field, key = ("categories", "category") if kind == "category" else ("keywords", "keyword")
+    total = int(stats.get("total_samples") or 0)
+    for row in stats.get(field) or []:
+        if row.get(key) == name:
+            return share_side(int(row["samples"]), total)
+    return None

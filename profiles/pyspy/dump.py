@@ -1,0 +1,118 @@
+"""`py-spy dump` output, as text (with or without --native/--locals) or --json.
+
+Text layout: `Process PID: CMD`, `Python vX (PATH)`, then per thread a header
+`Thread TID (idle|active|active+gil): "NAME"` (status and name optional, `(gil)`
+without --nonblocking details) and frames innermost first, indented four spaces:
+`name (file:line)` or `name (library)`; with --locals, `Arguments:`/`Locals:`
+blocks of `name: repr` lines indented further. ANSI colour codes are removed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .errors import ProfileError
+from .frames import is_native, split_location
+from .types import DumpFrame, DumpLocal, DumpThread
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_PROCESS = re.compile(r"Process (\d+):")
+_THREAD = re.compile(r'Thread (\d+|0[xX][0-9a-fA-F]+)(?: \(([a-z+]+)\))?(?:: "(.*)")?\s*\Z')
+_LOCAL = re.compile(r"\s{8,}(\S[^:]*): (.*)\Z")
+
+
+def parse_dump(text: str) -> list[DumpThread]:
+    """Per-thread stacks from `py-spy dump` text or `--json`; raises ProfileError."""
+    body = text.removeprefix("\ufeff").lstrip()
+    if body.startswith("["):
+        return _from_json(body)
+    threads: list[DumpThread] = []
+    pid: int | None = None
+    section = "Arguments:"
+    for line in _ANSI.sub("", text).replace("\r", "").split("\n"):
+        if (m := _PROCESS.match(line)) is not None:
+            pid = int(m.group(1))
+        elif (m := _THREAD.match(line)) is not None:
+            threads.append(_thread(pid, m.group(1), m.group(2) or "", m.group(3) or ""))
+        elif threads and line.startswith("        ") and line.strip():
+            section = _local_line(threads[-1], line, section)
+        elif threads and line.startswith("    ") and line.strip():
+            threads[-1]["frames"].append(_frame(line.strip()))
+    if not threads:
+        raise ProfileError("input is not `py-spy dump` output: no `Thread ...` lines")
+    return threads
+
+
+def _thread(pid: int | None, tid_text: str, status: str, name: str) -> DumpThread:
+    tid: int | str = int(tid_text) if tid_text.isdigit() else tid_text
+    known = status in ("idle", "active", "active+gil")
+    return {
+        "pid": pid,
+        "tid": tid,
+        "name": name,
+        "status": status,
+        "active": status.startswith("active") if known else None,
+        "idle": status == "idle" if known else None,
+        "gil": status.endswith("gil") if status else None,
+        "frames": [],
+    }
+
+
+def _frame(text: str) -> DumpFrame:
+    name, location = split_location(text)
+    return {"name": name, "location": location, "native": is_native(text)}
+
+
+def _local_line(thread: DumpThread, line: str, section: str) -> str:
+    stripped = line.strip()
+    if stripped in ("Arguments:", "Locals:"):
+        return stripped
+    match = _LOCAL.match(line)
+    if match is None or not thread["frames"]:
+        return section
+    local: DumpLocal = {"name": match.group(1), "value": match.group(2), "arg": section == "Arguments:"}
+    thread["frames"][-1].setdefault("locals", []).append(local)
+    return section
+
+
+def _from_json(body: str) -> list[DumpThread]:
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ProfileError(f"input looks like `py-spy dump --json` but is not valid JSON ({exc})") from None
+    if not isinstance(doc, list) or not all(isinstance(t, dict) for t in doc):
+        raise ProfileError("input is JSON but not `py-spy dump --json` output (expected a list of threads)")
+    return [_json_thread(t) for t in doc]
+
+
+def _json_thread(item: dict[str, Any]) -> DumpThread:
+    active, gil = item.get("active"), item.get("owns_gil")
+    tid = item.get("os_thread_id") or item.get("thread_id") or 0
+    status = "idle" if active is False else ("active+gil" if gil else "active") if active else ""
+    return {
+        "pid": item.get("pid") if isinstance(item.get("pid"), int) else None,
+        "tid": tid if isinstance(tid, int) else str(tid),
+        "name": str(item.get("thread_name") or ""),
+        "status": status,
+        "active": active if isinstance(active, bool) else None,
+        "idle": (not active) if isinstance(active, bool) else None,
+        "gil": gil if isinstance(gil, bool) else None,
+        "frames": [_json_frame(f) for f in item.get("frames") or [] if isinstance(f, dict)],
+    }
+
+
+def _json_frame(item: dict[str, Any]) -> DumpFrame:
+    file = str(item.get("short_filename") or item.get("filename") or "")
+    line = item.get("line")
+    location = f"{file}:{line}" if isinstance(line, int) and line > 0 else file
+    name = str(item.get("name", "?"))
+    frame: DumpFrame = {"name": name, "location": location, "native": is_native(f"{name} ({location})")}
+    if isinstance(item.get("locals"), list):
+        frame["locals"] = [
+            {"name": str(v.get("name")), "value": str(v.get("repr")), "arg": bool(v.get("arg"))}
+            for v in item["locals"]
+            if isinstance(v, dict)
+        ]
+    return frame

@@ -1,0 +1,110 @@
+"""py-spy `--format raw` (collapsed stacks): `root;...;leaf COUNT` per line.
+
+Rules, in the order they are applied to each line (line ending `\\n`, `\\r\\n`):
+- blank lines are ignored and not counted;
+- `#` lines are comments: skipped and counted in `skipped_lines`;
+- the count is the text after the last space and must be a plain non-negative
+  integer of at most 18 digits; otherwise the line is skipped (fractional,
+  negative or missing counts);
+- a process frame `process N:"cmd"` whose command line held a newline spans
+  several physical lines: a line that starts `process N:"` but lacks a count (or
+  ends inside the quoted command line) is held, following lines are appended
+  with `\\n` until the record has a count and closed quotes (at most 64 lines);
+  if it never completes, every held line counts as skipped;
+- a `;` inside a command line is glued back into its process frame.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .profile import Profile, ProfileBuilder
+
+_MAX_HELD = 64
+_PROCESS_OPEN = re.compile(r'process \d+:"')
+
+
+def parse_raw_lines(lines: Iterable[str]) -> Profile:
+    """Parse raw lines (with or without line endings) into a Profile."""
+    builder = ProfileBuilder()
+    add = builder.add
+    held: list[str] = []
+    for line in lines:
+        text = line.rstrip("\r\n")
+        stack, _, num = text.rpartition(" ")
+        if (
+            not held
+            and stack
+            and num.isdigit()
+            and num.isascii()
+            and len(num) < 19
+            and text[0] not in "#p"
+        ):
+            add(stack.split(";"), int(num))
+            continue
+        held = _careful_line(builder, held, text)
+    builder.skipped_lines += len(held)
+    return builder.build("raw")
+
+
+def _careful_line(builder: ProfileBuilder, held: list[str], text: str) -> list[str]:
+    """Everything the fast path declined; returns the lines still held."""
+    if held:
+        joined = _record("\n".join([*held, text]))
+        if joined is not None:
+            builder.add(*joined)
+            return []
+        if len(held) < _MAX_HELD and not _starts_record(text):
+            return [*held, text]
+        builder.skipped_lines += len(held)
+    if not text.strip():
+        return []
+    if text.startswith("#"):
+        builder.skipped_lines += 1
+        return []
+    record = _record(text)
+    if record is not None:
+        builder.add(*record)
+        return []
+    if _PROCESS_OPEN.match(text):
+        return [text]
+    builder.skipped_lines += 1
+    return []
+
+
+def _starts_record(text: str) -> bool:
+    return text.startswith(("process ", "thread (")) and _record(text) is not None
+
+
+def _record(text: str) -> tuple[list[str], int] | None:
+    stack, _, num = text.rpartition(" ")
+    if not stack or not (num.isdigit() and num.isascii() and len(num) < 19):
+        return None
+    frames = stack.split(";")
+    if text.startswith("process "):
+        frames = _glue_process_frames(frames)
+        if frames is None:
+            return None
+    return frames, int(num)
+
+
+def _glue_process_frames(frames: list[str]) -> list[str] | None:
+    """Re-join process frames split by a `;` in the command line; None if unclosed."""
+    out: list[str] = []
+    i = 0
+    while i < len(frames) and frames[i].startswith("process "):
+        merged = frames[i]
+        i += 1
+        while not _closed(merged) and i < len(frames):
+            merged += ";" + frames[i]
+            i += 1
+        if not _closed(merged):
+            return None
+        out.append(merged)
+    out.extend(frames[i:])
+    return out
+
+
+def _closed(frame: str) -> bool:
+    return not _PROCESS_OPEN.match(frame) or (frame.endswith('"') and len(frame) > frame.index('"') + 1)

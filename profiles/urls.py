@@ -1,0 +1,26 @@
+from django.urls import path
+
+from . import views
+
+try:
+    from . import compare_views
+except ImportError:  # written by another change; the pages work without it
+    compare_views = None
+
+app_name = "profiles"
+urlpatterns = [
+    path("captures/", views.capture_list, name="capture_list"),
+    path("captures/import/", views.capture_import, name="capture_import"),
+    path("captures/<int:pk>/", views.capture_detail, name="capture_detail"),
+    path("captures/<int:pk>/download/<str:what>/", views.capture_download, name="capture_download"),
+    path("captures/<int:pk>/comments/", views.capture_comment, name="capture_comment"),
+    path("captures/<int:pk>/tags/", views.capture_tags, name="capture_tags"),
+    path("captures/<int:pk>/reanalyze/", views.capture_reanalyze, name="capture_reanalyze"),
+    path("keywords/", views.keywordset_list, name="keywordset_list"),
+    path("keywords/new/", views.keywordset_create, name="keywordset_create"),
+    path("keywords/<int:pk>/", views.keywordset_detail, name="keywordset_detail"),
+    path("keywords/<int:pk>/edit/", views.keywordset_edit, name="keywordset_edit"),
+    path("groups/<int:pk>/", views.group_detail, name="group_detail"),
+]
+if compare_views is not None and hasattr(compare_views, "compare"):
+    urlpatterns.append(path("compare/", compare_views.compare, name="compare"))

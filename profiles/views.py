@@ -1,0 +1,325 @@
+"""Pages for captures (list, detail, dump, downloads, comments, tags, import) and
+keyword sets.
+
+Pages read stored stats and hand them to the page's JS through `json_script`; the
+flamegraph comes from the stored tree through the JSON API. Nothing here re-parses
+raw samples, except an explicit re-analysis or a format conversion on download.
+"""
+
+import gzip
+import json
+from collections.abc import Iterator
+from functools import wraps
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from runs.models import Host, Tag
+from runs.permissions import can_launch
+from runs.services import tags_from_text
+from runs.views import capture_rows, launch_context
+
+from . import services
+from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
+from .models import Capture, CaptureGroup, Keyword, KeywordSet
+
+CAPTURES_PER_PAGE = 50
+CHUNK = 64 * 1024
+
+
+def launch_required(view):
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not can_launch(request.user):
+            raise PermissionDenied("You need the launch permission (operators group).")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _get_capture_for_user(user, pk: int, full: bool = False) -> Capture:
+    qs = Capture.objects.select_related("host", "run", "process", "keyword_set", "requested_by")
+    if not full:
+        qs = qs.defer("stats", "gpu_samples")
+    return get_object_or_404(qs, pk=pk)
+
+
+def _back_to(request, capture: Capture, anchor: str = ""):
+    """Back to where the form was posted from (keeps the view state in the URL)."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}):
+        return redirect(target.split("#")[0] + anchor)
+    return redirect(capture.get_absolute_url() + anchor)
+
+
+# --- capture list ------------------------------------------------------------------
+
+
+def _filtered_captures(params) -> QuerySet[Capture]:
+    captures = Capture.objects.all()
+    if tag := params.get("tag"):
+        captures = captures.filter(tags__name=tag)
+    if params.get("status") in Capture.Status.values:
+        captures = captures.filter(status=params["status"])
+    if params.get("kind") in Capture.Kind.values:
+        captures = captures.filter(kind=params["kind"])
+    if (host := params.get("host", "")).isdigit():
+        captures = captures.filter(host_id=host)
+    if (run := params.get("run", "")).isdigit():
+        captures = captures.filter(run_id=run)
+    if params.get("verdict") in ("ok", "degraded", "unreliable"):
+        captures = captures.filter(stats__lag__verdict=params["verdict"])
+    return capture_rows(captures).order_by("-queued_at")
+
+
+@require_GET
+def capture_list(request):
+    page = Paginator(_filtered_captures(request.GET), CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "page": page, "params": request.GET, "statuses": Capture.Status.choices,
+        "kinds": Capture.Kind.choices, "hosts": Host.objects.only("pk", "name"),
+        "tags": Tag.objects.filter(captures__isnull=False).distinct(),
+    }
+    return render(request, "profiles/capture_list.html", context)
+
+
+# --- capture detail ----------------------------------------------------------------
+
+
+def _dump_groups(stats: dict) -> list[tuple[str, list[dict]]]:
+    groups: dict[str, list[dict]] = {"Active": [], "Idle": [], "State unknown": []}
+    for thread in stats.get("dump_threads") or []:
+        if thread.get("idle") or thread.get("active") is False:
+            groups["Idle"].append(thread)
+        elif thread.get("active"):
+            groups["Active"].append(thread)
+        else:
+            groups["State unknown"].append(thread)
+    return [(name, threads) for name, threads in groups.items() if threads]
+
+
+def _page_stats(capture: Capture) -> dict | None:
+    """Stats for the page's JS, without what it does not draw."""
+    if not capture.stats or capture.stats.get("format") == "dump":
+        return None
+    return {k: v for k, v in capture.stats.items() if k != "flamegraph"}
+
+
+@require_GET
+def capture_detail(request, pk: int):
+    capture = _get_capture_for_user(request.user, pk, full=True)
+    stats = capture.stats or {}
+    lag = stats.get("lag") or None
+    is_dump = capture.kind == Capture.Kind.DUMP or stats.get("format") == "dump"
+    wanted_ks = request.GET.get("ks", "")
+    context = {
+        "capture": capture, "stats": stats, "lag": lag, "is_dump": is_dump,
+        "lag_bad": bool(lag and lag.get("verdict") != "ok"),
+        "dump_groups": _dump_groups(stats) if is_dump else [],
+        "comments": capture.comments.select_related("author"),
+        "tags_text": " ".join(t.name for t in capture.tags.all()),
+        "keyword_sets": KeywordSet.objects.all(),
+        "ks_mismatch": wanted_ks.isdigit() and int(wanted_ks) != capture.keyword_set_id,
+        "can_launch": can_launch(request.user),
+        "page_data": {
+            "id": capture.pk, "status": capture.status, "kind": capture.kind,
+            "final": capture.is_final, "host": capture.host_id, "pid": capture.pid,
+            "run": capture.run_id, "process": capture.process_id,
+            "settings": {f: getattr(capture, f) for f in services.RECORD_FIELDS},
+            "hasFlamegraph": bool(capture.flamegraph_file), "stats": _page_stats(capture),
+        },
+        "launch": launch_context(request.user, capture.run, _same_process(capture)),
+    }
+    return render(request, "profiles/capture_detail.html", context)
+
+
+def _same_process(capture: Capture):
+    if capture.process_id:
+        return Q(process_id=capture.process_id) | Q(host_id=capture.host_id, pid=capture.pid)
+    return Q(host_id=capture.host_id, pid=capture.pid) if capture.host_id else Q(pk__in=[])
+
+
+# --- downloads ---------------------------------------------------------------------
+
+
+def _gunzipped(field) -> Iterator[bytes]:
+    with field.open("rb") as stored, gzip.GzipFile(fileobj=stored) as fh:
+        while block := fh.read(CHUNK):
+            yield block
+
+
+def _exported(capture: Capture, exporter: str) -> Iterator[bytes]:
+    from profiles import pipeline, pyspy
+
+    with pipeline.local_copy(capture.raw_file) as path:
+        result = getattr(pyspy, exporter)(pyspy.read_profile(path))
+    if isinstance(result, dict | list):
+        yield json.dumps(result).encode()
+    elif isinstance(result, str):
+        yield result.encode()
+    else:
+        for line in result:  # the engine yields lines without their newline
+            yield (line if isinstance(line, str) else line.decode()).encode() + b"\n"
+
+
+def _download_body(capture: Capture, what: str) -> tuple[Iterator[bytes], str, str]:
+    fmt = capture.raw_format
+    if what == "log":
+        if not capture.log_file:
+            raise Http404("This capture has no py-spy log.")
+        return _gunzipped(capture.log_file), "text/plain", "py-spy.log"
+    if not capture.raw_file or capture.raw_pruned_at:
+        raise Http404("The raw samples of this capture were pruned or never written.")
+    if fmt == "dump":
+        return _gunzipped(capture.raw_file), "text/plain", "dump.txt"
+    if what == "folded":
+        body = _gunzipped(capture.raw_file) if fmt == "raw" else _exported(capture, "to_folded")
+        return body, "text/plain", "folded.txt"
+    body = _gunzipped(capture.raw_file) if fmt == "speedscope" else _exported(capture, "to_speedscope")
+    return body, "application/json", "speedscope.json"
+
+
+@require_GET
+def capture_download(request, pk: int, what: str):
+    capture = _get_capture_for_user(request.user, pk)
+    if what not in ("folded", "speedscope", "log"):
+        raise Http404()
+    body, content_type, suffix = _download_body(capture, what)
+    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="capture-{capture.pk}.{suffix}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+# --- annotations -------------------------------------------------------------------
+
+
+@require_POST
+def capture_comment(request, pk: int):
+    capture = _get_capture_for_user(request.user, pk)
+    form = CommentForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "A comment needs some text.")
+        return _back_to(request, capture, "#comments")
+    try:
+        comment = services.comment_create(capture=capture, author=request.user, **form.cleaned_data)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return _back_to(request, capture, "#comments")
+    return _back_to(request, capture, f"#comment-{comment.pk}")
+
+
+@require_POST
+def capture_tags(request, pk: int):
+    capture = _get_capture_for_user(request.user, pk)
+    form = CaptureTagsForm(request.POST)
+    if form.is_valid():
+        services.capture_set_tags(capture=capture, tags=tags_from_text(form.cleaned_data["tags"]))
+        messages.success(request, "Tags saved.")
+    return _back_to(request, capture)
+
+
+@require_POST
+@launch_required
+def capture_reanalyze(request, pk: int):
+    capture = _get_capture_for_user(request.user, pk)
+    form = ReanalyzeForm(request.POST)
+    if not form.is_valid():
+        raise Http404("No such keyword set.")
+    keyword_set = form.cleaned_data["keyword_set"]
+    try:
+        services.capture_reanalyze(capture=capture, keyword_set=keyword_set)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Re-analysed with “{keyword_set.name}”.")
+    return redirect(f"{capture.get_absolute_url()}?ks={keyword_set.pk}")
+
+
+@require_http_methods(["GET", "POST"])
+def capture_import(request):
+    form = ImportForm(request.POST or None, request.FILES or None, initial={"run": request.GET.get("run")})
+    if request.method == "POST" and form.is_valid():
+        capture = services.capture_import(
+            user=request.user, file=form.cleaned_data["file"],
+            log=form.cleaned_data["log"], run=form.cleaned_data["run"],
+        )
+        if capture.status == Capture.Status.FAILED:
+            messages.error(request, f"Imported, but it could not be analysed: {capture.error}")
+        return redirect(capture)
+    return render(request, "profiles/capture_import.html", {"form": form})
+
+
+# --- keyword sets ------------------------------------------------------------------
+
+
+@require_GET
+def keywordset_list(request):
+    sets = KeywordSet.objects.annotate(keyword_count=Count("keywords"))
+    return render(
+        request, "profiles/keywordset_list.html",
+        {"sets": sets, "can_launch": can_launch(request.user)},
+    )
+
+
+@require_GET
+def keywordset_detail(request, pk: int):
+    keyword_set = get_object_or_404(KeywordSet, pk=pk)
+    by_category: dict[str, list[Keyword]] = {}
+    for keyword in keyword_set.keywords.all():
+        by_category.setdefault(keyword.category, []).append(keyword)
+    context = {
+        "keyword_set": keyword_set, "by_category": by_category,
+        "capture_count": Capture.objects.filter(keyword_set=keyword_set).count(),
+        "can_launch": can_launch(request.user),
+    }
+    return render(request, "profiles/keywordset_detail.html", context)
+
+
+@transaction.atomic
+def _save_keyword_set(form: KeywordSetForm) -> KeywordSet:
+    keyword_set = form.save()
+    if keyword_set.is_default:
+        KeywordSet.objects.exclude(pk=keyword_set.pk).update(is_default=False)
+    keyword_set.keywords.all().delete()
+    Keyword.objects.bulk_create(
+        Keyword(keyword_set=keyword_set, position=i, category=category, keyword=keyword)
+        for i, (category, keyword) in enumerate(form.cleaned_data["keywords_text"])
+    )
+    return keyword_set
+
+
+def _keywordset_form_page(request, keyword_set: KeywordSet | None):
+    form = KeywordSetForm(request.POST or None, instance=keyword_set)
+    if request.method == "POST" and form.is_valid():
+        saved = _save_keyword_set(form)
+        messages.success(request, f"Keyword set “{saved.name}” saved.")
+        return redirect(saved)
+    return render(request, "profiles/keywordset_form.html", {"form": form, "keyword_set": keyword_set})
+
+
+@require_http_methods(["GET", "POST"])
+@launch_required
+def keywordset_create(request):
+    return _keywordset_form_page(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+@launch_required
+def keywordset_edit(request, pk: int):
+    return _keywordset_form_page(request, get_object_or_404(KeywordSet, pk=pk))
+
+
+@require_GET
+def group_detail(request, pk: int):
+    group = get_object_or_404(CaptureGroup.objects.select_related("run"), pk=pk)
+    return render(request, "profiles/group_detail.html", {"group": group})
+
+

@@ -1,0 +1,74 @@
+"""The one seam for all SSH and subprocess work (pure standard library, no Django).
+
+- `model`: `Target`, `RecordSettings`, results and `RemoteError` (plain data).
+- `build`: pure builders `ssh_argv`, `wrap`, `record_script`, `dump_argv`,
+  `check_script` and the error classifier `classify`. No I/O; every user value is
+  checked or quoted with `shlex`.
+- `runner`: `run()`, the only function that starts a process. It streams stdout
+  lines, bounds the wall clock, stops by closing stdin (the record script turns EOF
+  into SIGINT for py-spy, which then writes its samples) and kills only after a
+  grace period.
+- `ops`: `record`, `dump`, `check_host`, `list_processes`, built on the two.
+
+Tests elsewhere swap the seam by patching the operations on this package
+(`runs.remote.record`, ...) or `runs.remote.runner.run` underneath them.
+
+We drive OpenSSH's `ssh` binary rather than a Python SSH library so that Host
+aliases, ProxyJump, IdentityFile, the agent and known_hosts behave exactly as in the
+user's own shell.
+"""
+
+from .build import (
+    check_script,
+    classify,
+    dump_argv,
+    prefix_words,
+    ps_argv,
+    record_flags,
+    record_script,
+    ssh_argv,
+    wrap,
+)
+from .model import (
+    END_MARKER,
+    PYSPY_MISSING,
+    READY,
+    DumpResult,
+    HostCheck,
+    ProcessInfo,
+    RecordResult,
+    RecordSettings,
+    RemoteError,
+    Target,
+)
+from .ops import check_host, dump, list_processes, parse_ps, record
+from .runner import Completed, run
+
+__all__ = [
+    "END_MARKER",
+    "PYSPY_MISSING",
+    "READY",
+    "Completed",
+    "DumpResult",
+    "HostCheck",
+    "ProcessInfo",
+    "RecordResult",
+    "RecordSettings",
+    "RemoteError",
+    "Target",
+    "check_host",
+    "check_script",
+    "classify",
+    "dump",
+    "dump_argv",
+    "list_processes",
+    "parse_ps",
+    "prefix_words",
+    "ps_argv",
+    "record",
+    "record_flags",
+    "record_script",
+    "run",
+    "ssh_argv",
+    "wrap",
+]

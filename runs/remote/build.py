@@ -1,0 +1,261 @@
+"""Pure builders: argv, host scripts and the error classifier (no I/O).
+
+Every user value is checked or passed through `shlex.quote` / `shlex.join`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+
+from .model import (
+    ADDRESS_RE,
+    CONTROL_RE,
+    END_MARKER,
+    MESSAGES,
+    PYSPY_MISSING,
+    READY,
+    USERNAME_RE,
+    Cause,
+    RecordSettings,
+    RemoteError,
+    Target,
+)
+
+
+def _checked(name: str, value: str, pattern: re.Pattern[str]) -> str:
+    if not isinstance(value, str) or not pattern.match(value):
+        raise ValueError(f"{name} {value!r} may hold only letters, digits and . _ - : @")
+    return value
+
+
+def _checked_path(name: str, value: str) -> str:
+    if CONTROL_RE.search(value) or '"' in value:
+        raise ValueError(f"{name} {value!r} may not contain quotes or control characters")
+    return value
+
+
+def _checked_pid(pid: object) -> int:
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        raise ValueError(f"a PID must be a positive int, not {pid!r}")
+    return pid
+
+
+def ssh_argv(target: Target) -> list[str]:
+    """The `ssh ... -- DEST` argv for a target, without the remote command."""
+    address = _checked("address", target.address, ADDRESS_RE)
+    argv = [
+        "ssh",
+        "-T",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"ConnectTimeout={target.connect_timeout_s:d}",
+    ]
+    argv += ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
+    # Given on the command line so it wins over a user's config that would accept new keys.
+    argv += ["-o", "StrictHostKeyChecking=yes"]
+    if target.ssh_config:
+        argv += ["-F", _checked_path("ssh_config", target.ssh_config)]
+    if target.known_hosts:
+        known = _checked_path("known_hosts", target.known_hosts)
+        argv += ["-o", f'UserKnownHostsFile="{known}"']
+    if target.port is not None:
+        if isinstance(target.port, bool) or not 0 < target.port < 65536:
+            raise ValueError(f"port {target.port!r} is not a TCP port")
+        argv += ["-p", str(target.port)]
+    if target.username:
+        argv += ["-l", _checked("username", target.username, USERNAME_RE)]
+    return [*argv, "--", address]
+
+
+def prefix_words(target: Target) -> list[str]:
+    """`sudo -n --` (when asked) and the exec prefix, split like a shell would."""
+    sudo = ["sudo", "-n", "--"] if target.sudo else []
+    words = shlex.split(target.exec_prefix)
+    if any("\x00" in word for word in words):
+        raise ValueError("exec_prefix may not contain NUL bytes")
+    return sudo + words
+
+
+def wrap(target: Target, argv: list[str]) -> list[str]:
+    """The local argv that runs `argv` on the target (never through a local shell)."""
+    if target.transport == "local":
+        return prefix_words(target) + list(argv)
+    if target.transport != "ssh":
+        raise ValueError(f"unknown transport {target.transport!r}")
+    # ssh hands one string to the remote login shell, which parses it exactly once.
+    return [*ssh_argv(target), shlex.join(prefix_words(target) + list(argv))]
+
+
+def _script_head(target: Target) -> str:
+    return (
+        f"printf '%s\\n' {READY} >&2\n"
+        f"PYSPY={shlex.quote(target.py_spy)}\n"
+        'if ! command -v "$PYSPY" >/dev/null 2>&1; then\n'
+        f"  printf '%s: %s\\n' {shlex.quote(PYSPY_MISSING)} \"$PYSPY\" >&2\n"
+        "  exit 127\nfi\n"
+    )
+
+
+def record_flags(settings: RecordSettings) -> list[str]:
+    """py-spy record flags for the settings (validated; --duration made generous)."""
+    duration, rate = settings.duration_s, settings.rate
+    if isinstance(duration, bool) or not isinstance(duration, int | float) or not duration > 0:
+        raise ValueError(f"duration_s must be a positive number, not {duration!r}")
+    if isinstance(rate, bool) or not isinstance(rate, int) or rate <= 0:
+        raise ValueError(f"rate must be a positive int, not {rate!r}")
+    if settings.format not in ("raw", "speedscope"):
+        raise ValueError(f"format must be raw or speedscope, not {settings.format!r}")
+    # --duration counts samples, not seconds: a lagging sampler would overrun it, so
+    # py-spy gets a backstop well past the wall-clock stop flamedeck sends itself.
+    flags = ["--rate", str(rate), "--duration", str(math.ceil(duration) * 2 + 60)]
+    flags += ["--format", settings.format]
+    for name in ("native", "threads", "idle", "gil", "nonblocking", "subprocesses"):
+        value = getattr(settings, name)
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be a bool, not {value!r}")
+        flags += [f"--{name}"] if value else []
+    return flags
+
+
+_RECORD_BODY = """\
+trap '' PIPE
+dir=$(mktemp -d "${TMPDIR:-/tmp}/flamedeck.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+exec 3<&0 </dev/null
+"$PYSPY" record --pid @PID@ @FLAGS@ -o "$dir/out" 3<&- &
+spy=$!
+(
+  while read -r _ <&3; do :; done
+  kill -INT "$spy"
+  sleep @KILL_AFTER@ 3<&-
+  kill -KILL "$spy"
+) >/dev/null 2>&1 &
+watch=$!
+exec 3<&-
+trap 'kill -INT "$spy" 2>/dev/null' HUP TERM
+code=
+while [ -z "$code" ]; do
+  wait "$spy"; rc=$?
+  kill -0 "$spy" 2>/dev/null || code=$rc
+done
+kill "$watch" 2>/dev/null
+if [ -f "$dir/out" ]; then has=1; else has=0; fi
+printf '\\n%s %s %s\\n' @MARKER@ "$code" "$has"
+[ "$has" = 1 ] && cat "$dir/out"
+exit 0
+"""
+
+
+def record_script(
+    target: Target, pid: int, settings: RecordSettings, *, kill_after_s: float = 30
+) -> str:
+    """POSIX sh that records `pid` and stops py-spy with SIGINT when its stdin closes.
+
+    Output: py-spy's stdout (the log) streams first, then the line
+    `END_MARKER <py-spy exit code> <1 if a raw file exists>`, then the raw file.
+    A closed stdin (cancel, wall-clock stop, a dead worker or a dropped connection)
+    sends SIGINT, so py-spy writes its samples; SIGKILL follows `kill_after_s` later.
+    """
+    body = _RECORD_BODY.replace("@PID@", str(_checked_pid(pid)))
+    body = body.replace("@FLAGS@", shlex.join(record_flags(settings)))
+    body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
+    return _script_head(target) + body.replace("@MARKER@", END_MARKER)
+
+
+def dump_argv(target: Target, pid: int, native: bool = True, json: bool = False) -> list[str]:
+    """The local argv that runs `py-spy dump` for `pid` on the target."""
+    flags = ["--pid", str(_checked_pid(pid))] + ["--native"] * native + ["--json"] * json
+    script = _script_head(target) + f'exec "$PYSPY" dump {shlex.join(flags)}\n'
+    return wrap(target, ["sh", "-c", script])
+
+
+def check_script(target: Target) -> str:
+    """POSIX sh that prints `key=value` facts about py-spy, the user and ptrace."""
+    return (
+        f"printf '%s\\n' {READY} >&2\n"
+        f"PYSPY={shlex.quote(target.py_spy)}\n"
+        'if p=$(command -v "$PYSPY" 2>/dev/null); then\n'
+        "  printf 'py_spy_path=%s\\n' \"$p\"\n"
+        '  printf \'py_spy_version=%s\\n\' "$("$PYSPY" --version 2>&1 | head -n 1)"\n'
+        "fi\n"
+        "printf 'uid=%s\\n' \"$(id -u)\"\n"
+        "printf 'ptrace_scope=%s\\n' \"$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\"\n"
+        "printf 'cap_eff=%s\\n' \"$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)\"\n"
+    )
+
+
+# -ww: without a terminal ps cuts args at the (often 80-column) width it guesses.
+PS_ARGV = ["ps", "-ww", "-eo", "pid=,user=,pcpu=,nlwp=,args="]
+
+
+def ps_argv(target: Target) -> list[str]:
+    """The local argv that lists the target's processes with one `ps`."""
+    script = f"printf '%s\\n' {READY} >&2\nexec {shlex.join(PS_ARGV)}\n"
+    return wrap(target, ["sh", "-c", script])
+
+
+_SSH_CAUSES: list[tuple[str, Cause]] = [
+    ("REMOTE HOST IDENTIFICATION HAS CHANGED", "hostkey_changed"),
+    (r"No \S+ host key is known|Host key verification failed", "hostkey_unknown"),
+    (r"Permission denied \(|Too many authentication failures", "auth"),
+    (
+        r"Connection refused|Connection timed out|Operation timed out|No route to host|"
+        r"Could not resolve hostname|Network is unreachable|Connection reset|"
+        r"Connection closed by|kex_exchange_identification",
+        "unreachable",
+    ),
+]
+# Checked in order once the command got past ssh. Texts from docker / kubectl / pct
+# name a prefix failure even though they may look like an "Error: ..." from py-spy.
+_HOST_CAUSES: list[tuple[str, Cause]] = [
+    (re.escape(PYSPY_MISSING), "pyspy_missing"),
+    (r"No such container|Error from server|not running", "exec_prefix"),
+    (r"(?i)permission denied|operation not permitted|ptrace|SYS_PTRACE", "permission"),
+    (r"Failed to get process executable name|No such process", "no_such_pid"),
+]
+_PYSPY_SAID = re.compile(r"^(Error: |py-spy> )", re.M)
+
+
+def clean_stderr(stderr: str) -> str:
+    """stderr without the line the host scripts print when they start."""
+    return "".join(line for line in stderr.splitlines(True) if line.strip() != READY)
+
+
+def stderr_tail(text: str, lines: int = 15) -> str:
+    """The last lines of a cleaned stderr, for `RemoteError.detail`."""
+    return "\n".join(clean_stderr(text).strip().splitlines()[-lines:])
+
+
+def _last_line(detail: str) -> str:
+    return (detail.splitlines()[-1:] or ["no output"])[0]
+
+
+def classify(returncode: int, stderr: str, log: str) -> RemoteError | None:
+    """The cause of a failed command, from its exit code, stderr and py-spy's stdout.
+
+    None when `returncode` is 0. ssh's own failures (exit 255 before the host
+    script said it was running) come first. A command that failed before the script
+    started, with nothing from py-spy, means the exec prefix (or sudo) failed.
+    """
+    if returncode == 0:
+        return None
+    text, detail = f"{stderr}\n{log}", stderr_tail(stderr)
+    started = READY in stderr or _PYSPY_SAID.search(text) is not None
+    if returncode == 255 and not started:
+        for pattern, cause in _SSH_CAUSES:
+            if re.search(pattern, stderr):
+                return RemoteError(cause, detail=detail)
+    if "sudo:" in text and "password" in text:
+        message = "sudo asked for a password: allow passwordless sudo or turn sudo off"
+        return RemoteError("permission", message, detail=detail)
+    if not started and returncode != 255:
+        message = f"{MESSAGES['exec_prefix']} ({_last_line(detail)})"
+        return RemoteError("exec_prefix", message, detail=detail)
+    for pattern, cause in _HOST_CAUSES:
+        if re.search(pattern, text):
+            return RemoteError(cause, detail=detail)
+    message = f"command failed with exit {returncode}: {_last_line(detail)}"
+    return RemoteError("unknown", message, detail=detail)

@@ -1,0 +1,164 @@
+"""Data the seam speaks: targets, settings, results and RemoteError (no I/O)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Transport = Literal["local", "ssh"]
+Cause = Literal[
+    "unreachable", "auth", "hostkey_unknown", "hostkey_changed", "pyspy_missing",
+    "permission", "no_such_pid", "bound_exceeded", "exec_prefix", "unknown",
+]  # fmt: skip
+
+READY = "@@flamedeck-ready@@"  # printed to stderr once the script runs on the host
+END_MARKER = "@@flamedeck-end-5f2c9a@@"  # separates py-spy's log from the raw file
+PYSPY_MISSING = "flamedeck: py-spy not found on the host"
+STARTUP_S = 30.0  # time allowed past connect for py-spy to attach and start sampling
+QUICK_TIMEOUT_S = 60.0  # bound for dump / check / ps, past the connect timeout
+
+# Addresses and user names reach ssh's option parser and its %h/%r tokens (which a
+# user's ProxyCommand may hand to a shell), so only plain characters pass.
+ADDRESS_RE = re.compile(r"[A-Za-z0-9_.:][A-Za-z0-9_.:-]*\Z")
+USERNAME_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.@-]*\Z")
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Target:
+    """How to reach the host where py-spy runs."""
+
+    transport: Transport
+    """"local" runs on this machine; "ssh" goes through OpenSSH's `ssh` client."""
+    address: str = ""
+    """Host name, IP address or ~/.ssh/config Host alias (ssh only)."""
+    port: int | None = None
+    """SSH port; None leaves it to ssh_config (default 22)."""
+    username: str = ""
+    """Remote user; empty leaves it to ssh_config."""
+    exec_prefix: str = ""
+    """Shell-like words run before the command, e.g. `docker exec -i trainer`."""
+    py_spy: str = "py-spy"
+    """py-spy executable on the host (inside the exec prefix): a name on PATH or a path."""
+    sudo: bool = False
+    """Run everything under `sudo -n` (passwordless sudo required)."""
+    ssh_config: str | None = None
+    """ssh client config passed as `-F`; None reads the user's ~/.ssh/config."""
+    known_hosts: str | None = None
+    """known_hosts file; None uses the one ssh_config names (default ~/.ssh/known_hosts)."""
+    connect_timeout_s: int = 10
+    """Seconds ssh may spend connecting before the host counts as unreachable."""
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    """What `py-spy record` samples and how."""
+
+    duration_s: float = 10
+    """Wall-clock seconds of sampling; flamedeck enforces it, not py-spy's --duration."""
+    rate: int = 100
+    """Samples per second asked of py-spy."""
+    native: bool = False
+    """Include native (C/C++/CUDA) frames."""
+    threads: bool = True
+    """Prefix each stack with its thread id and name."""
+    idle: bool = False
+    """Also keep samples of idle threads."""
+    gil: bool = False
+    """Only keep samples of the thread holding the GIL."""
+    nonblocking: bool = False
+    """Sample without pausing the process (less overhead, less accuracy)."""
+    subprocesses: bool = False
+    """Also profile child processes."""
+    format: Literal["raw", "speedscope"] = "raw"
+    """Output format: collapsed stacks or a speedscope timeline."""
+
+
+MESSAGES: dict[str, str] = {
+    "unreachable": "cannot reach the host: check the address and port, that sshd runs "
+    "and that the network allows it; flamedeck will retry",
+    "auth": "the host refused the SSH key: add the worker's public key to the user's "
+    "~/.ssh/authorized_keys, or set IdentityFile for the host in ~/.ssh/config",
+    "hostkey_unknown": "the host key is not in known_hosts: verify the fingerprint, then "
+    "connect once by hand (`ssh HOST`) or add it with `ssh-keyscan HOST >> known_hosts`",
+    "hostkey_changed": "the host key changed since it was recorded: verify the host, then "
+    "remove the old key with `ssh-keygen -R HOST` and record the new one",
+    "pyspy_missing": "py-spy is not installed where flamedeck looked: install it with "
+    "`pip install py-spy` on the host or set the host's py-spy path",
+    "permission": "py-spy may not attach to the process (ptrace denied): run as root, add "
+    "--cap-add SYS_PTRACE to the container, or set kernel.yama.ptrace_scope=0",
+    "no_such_pid": "no process with that PID on the host (it exited, or the PID belongs "
+    "to another PID namespace): pick a running process",
+    "bound_exceeded": "py-spy did not stop within duration + margin after SIGINT and was "
+    "killed, so no samples were written: lower the rate or drop --native",
+    "exec_prefix": "the exec prefix failed before py-spy could run: check the container "
+    "or pod name, that it is running, and the prefix words",
+    "unknown": "the remote command failed",
+}
+
+
+class RemoteError(Exception):
+    """A failure reaching the host or running py-spy, with a cause a user can act on."""
+
+    def __init__(
+        self, cause: Cause, message: str = "", *, detail: str = "", transient: bool | None = None
+    ) -> None:
+        self.cause = cause
+        self.message = message or MESSAGES[cause]
+        self.detail = detail
+        self.transient = cause == "unreachable" if transient is None else transient
+        super().__init__(f"{cause}: {self.message}")
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """A finished `py-spy record`: the samples and everything py-spy said."""
+
+    raw: bytes | None
+    log: str
+    stderr: str
+    exit_code: int
+    stopped_by: Literal["duration", "cancel", "bound"]
+    elapsed_s: float
+    process_exited: bool = False
+
+
+@dataclass(frozen=True)
+class DumpResult:
+    """The text `py-spy dump` printed, and its stderr."""
+
+    text: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """One Python process on the host, as `ps` reports it."""
+
+    pid: int
+    user: str
+    cpu_percent: float
+    threads: int
+    command: str
+
+
+@dataclass(frozen=True)
+class HostCheck:
+    """The answer to "can flamedeck profile on this host?"."""
+
+    ssh_ok: bool
+    py_spy_path: str | None = None
+    py_spy_version: str | None = None
+    install_hint: str | None = None
+    uid: int | None = None
+    ptrace_scope: int | None = None
+    can_attach: bool = False
+    reason: str = ""
+    processes: list[ProcessInfo] = field(default_factory=list)
+    cause: str | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for a JSONField or an API answer)."""
+        return asdict(self)

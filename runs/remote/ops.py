@@ -1,0 +1,235 @@
+"""What flamedeck does on a host: record, dump, check, list processes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from . import runner
+from .build import (
+    check_script,
+    classify,
+    clean_stderr,
+    dump_argv,
+    ps_argv,
+    record_script,
+    stderr_tail,
+    wrap,
+)
+from .model import (
+    END_MARKER,
+    MESSAGES,
+    QUICK_TIMEOUT_S,
+    READY,
+    STARTUP_S,
+    Cause,
+    DumpResult,
+    HostCheck,
+    ProcessInfo,
+    RecordResult,
+    RecordSettings,
+    RemoteError,
+    Target,
+)
+from .runner import Completed
+
+
+def _execute(target: Target, argv: list[str], **kwargs: Any) -> Completed:
+    try:
+        return runner.run(argv, **kwargs)
+    except OSError as exc:
+        if target.transport == "ssh":
+            raise RemoteError(
+                "unknown", f"cannot start ssh ({exc}): install openssh-client"
+            ) from exc
+        raise RemoteError("exec_prefix", f"{MESSAGES['exec_prefix']} ({exc})") from exc
+
+
+def _quick(target: Target, argv: list[str]) -> Completed:
+    timeout = target.connect_timeout_s + QUICK_TIMEOUT_S
+    done = _execute(target, argv, stdin_open=False, timeout_s=timeout, grace_s=2)
+    if done.stopped == "killed":
+        cause: Cause = "unknown" if READY in done.stderr else "unreachable"
+        message = f"no answer within {timeout:.0f} s"
+        raise RemoteError(cause, message, detail=stderr_tail(done.stderr), transient=True)
+    return done
+
+
+class _RecordWatch:
+    """Clock and line filter for one record: the duration counts from py-spy's start."""
+
+    def __init__(self, duration_s: float, should_cancel: Callable[[], bool] | None,
+                 on_progress: Callable[[str, float], None] | None) -> None:  # fmt: skip
+        self.duration_s, self.should_cancel, self.on_progress = (
+            duration_s,
+            should_cancel,
+            on_progress,
+        )
+        self.start = time.monotonic()
+        self.sampling_since: float | None = None
+        self.in_log = True
+        self.reason: Literal["duration", "cancel", "bound"] = "duration"
+
+    def on_line(self, line: str, elapsed_s: float) -> None:
+        if END_MARKER in line:
+            self.in_log = False
+        if not self.in_log:
+            return
+        if self.sampling_since is None and line.startswith("py-spy> Sampling process"):
+            self.sampling_since = elapsed_s
+        if self.on_progress is not None:
+            self.on_progress(line, elapsed_s)
+
+    def should_stop(self) -> bool:
+        if self.should_cancel is not None and self.should_cancel():
+            self.reason = "cancel"
+            return True
+        since = self.sampling_since
+        return since is not None and time.monotonic() - self.start - since >= self.duration_s
+
+
+def _split_record(stdout: bytes) -> tuple[str, int | None, bytes | None]:
+    at = stdout.find(END_MARKER.encode())
+    if at < 0:
+        return stdout.decode(errors="replace"), None, None
+    log = stdout[:at].decode(errors="replace").removesuffix("\n")
+    head, _, raw = stdout[at:].partition(b"\n")
+    words = head.decode(errors="replace").split()
+    if len(words) != 3 or not words[1].isdigit():
+        return log, None, None
+    return log, int(words[1]), raw if words[2] == "1" else None
+
+
+def record(
+    target: Target,
+    pid: int,
+    settings: RecordSettings,
+    *,
+    margin_s: float = 30.0,
+    on_progress: Callable[[str, float], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> RecordResult:
+    """Record `pid` for `settings.duration_s` wall-clock seconds and bring the samples home.
+
+    `on_progress(line, elapsed_s)` gets py-spy's stdout live (lag warnings included).
+    The clock starts when py-spy announces sampling; at `duration_s`, or when
+    `should_cancel()` turns true, stdin closes and py-spy stops with SIGINT, keeping
+    its samples. `stopped_by` is "duration" or "cancel" for those, and "bound" when
+    py-spy never announced sampling and flamedeck's outer bound (connect + start-up
+    + duration) stopped it. A py-spy still running `margin_s` after the stop is killed
+    and RemoteError(cause="bound_exceeded") raised. Other failures raise RemoteError
+    with their cause; a process that exits mid-capture is not one (`process_exited`).
+    """
+    script = record_script(target, pid, settings, kill_after_s=margin_s)
+    watch = _RecordWatch(settings.duration_s, should_cancel, on_progress)
+    bound = target.connect_timeout_s + STARTUP_S + settings.duration_s
+    argv = wrap(target, ["sh", "-c", script])
+    done = _execute(
+        target, argv, stdin_open=True, timeout_s=bound, grace_s=margin_s,
+        on_line=watch.on_line, should_stop=watch.should_stop,
+    )  # fmt: skip
+    if done.stopped == "killed":
+        raise RemoteError("bound_exceeded", detail=stderr_tail(done.stderr))
+    log, code, raw = _split_record(done.stdout)
+    exit_code = done.returncode if code is None else code
+    if raw is None:
+        error = classify(exit_code, done.stderr, log)
+        if error is not None:
+            raise error
+    stopped_by = "bound" if done.trigger == "timeout" else watch.reason
+    exited = "Stopped sampling because process exited" in log
+    return RecordResult(
+        raw, log, clean_stderr(done.stderr), exit_code, stopped_by, done.elapsed_s, exited
+    )
+
+
+def dump(target: Target, pid: int, native: bool = True) -> DumpResult:
+    """Print every thread's current stack with `py-spy dump` (raises RemoteError on failure)."""
+    done = _quick(target, dump_argv(target, pid, native=native))
+    error = classify(done.returncode, done.stderr, done.text)
+    if error is not None:
+        raise error
+    return DumpResult(done.text, clean_stderr(done.stderr))
+
+
+def _is_python(command: str) -> bool:
+    words = command.split(maxsplit=1)
+    name = os.path.basename(words[0]) if words else ""
+    return name.startswith(("python", "pypy")) or name in ("torchrun", "accelerate", "deepspeed")
+
+
+def parse_ps(text: str) -> list[ProcessInfo]:
+    """Python processes from `ps -eo pid=,user=,pcpu=,nlwp=,args=` output."""
+    found = []
+    for line in text.splitlines():
+        parts = line.split(None, 4)
+        if len(parts) == 5 and parts[0].isdigit() and _is_python(parts[4]):
+            with contextlib.suppress(ValueError):
+                found.append(ProcessInfo(int(parts[0]), parts[1], float(parts[2]),
+                                         int(parts[3]), parts[4]))  # fmt: skip
+    return found
+
+
+def list_processes(target: Target) -> list[ProcessInfo]:
+    """The Python processes running on the target (raises RemoteError on failure)."""
+    done = _quick(target, ps_argv(target))
+    error = classify(done.returncode, done.stderr, "")
+    if error is not None:
+        raise error
+    return parse_ps(done.text)
+
+
+_SSH_LEVEL = ("unreachable", "auth", "hostkey_unknown", "hostkey_changed")
+_CAP_SYS_PTRACE = 1 << 19
+
+
+def _verdict(facts: dict[str, str]) -> tuple[bool, str]:
+    if "py_spy_path" not in facts:
+        return False, MESSAGES["pyspy_missing"]
+    uid, scope = facts.get("uid", ""), facts.get("ptrace_scope", "")
+    with contextlib.suppress(ValueError):
+        if int(facts.get("cap_eff", "0"), 16) & _CAP_SYS_PTRACE:
+            return True, "runs with CAP_SYS_PTRACE: py-spy can attach to any process"
+    if scope == "3":
+        return False, "kernel.yama.ptrace_scope=3 forbids ptrace for everyone"
+    if uid == "0":
+        return False, "root without CAP_SYS_PTRACE (a container?): add --cap-add SYS_PTRACE"
+    if scope in ("0", ""):
+        return True, "not root: py-spy can attach to this user's own processes only"
+    return False, f"not root and ptrace_scope={scope}: {MESSAGES['permission']}"
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value and value.strip().isdigit() else None
+
+
+def check_host(target: Target) -> HostCheck:
+    """Can flamedeck profile on this host? SSH, py-spy, uid, ptrace and Python processes.
+
+    Failures come back inside the HostCheck (`cause`, `error`), never raised.
+    """
+    try:
+        done = _quick(target, wrap(target, ["sh", "-c", check_script(target)]))
+        error = classify(done.returncode, done.stderr, "")
+        if error is not None:
+            raise error
+        processes = list_processes(target)
+    except RemoteError as exc:
+        ok = target.transport == "local" or exc.cause not in _SSH_LEVEL
+        return HostCheck(ssh_ok=ok, cause=exc.cause, error=exc.message, reason=exc.message)
+    facts = dict(line.split("=", 1) for line in done.text.splitlines() if "=" in line)
+    can_attach, reason = _verdict(facts)
+    return HostCheck(
+        ssh_ok=True,
+        py_spy_path=facts.get("py_spy_path"),
+        py_spy_version=facts.get("py_spy_version"),
+        install_hint=None if "py_spy_path" in facts else "pip install py-spy",
+        uid=_int_or_none(facts.get("uid")),
+        ptrace_scope=_int_or_none(facts.get("ptrace_scope")),
+        can_attach=can_attach,
+        reason=reason,
+        processes=processes,
+    )

@@ -1,0 +1,137 @@
+"""`run()`: the one function that starts a process for flamedeck."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What `run()` saw of one process."""
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+    elapsed_s: float
+    stopped: Literal["completed", "stopped", "killed"]
+    trigger: Literal["should_stop", "timeout"] | None = None
+
+    @property
+    def text(self) -> str:
+        """stdout decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.stdout.decode(errors="replace")
+
+
+def _pump(pipe: Any, sink: list[bytes], lines: queue.Queue | None, start: float) -> None:
+    for chunk in iter(pipe.readline, b""):
+        sink.append(chunk)
+        if lines is not None:
+            lines.put((chunk, time.monotonic() - start))
+
+
+def _deliver(lines: queue.Queue | None, on_line: Callable | None, wait_s: float) -> None:
+    if lines is None or on_line is None:
+        time.sleep(wait_s)
+        return
+    with contextlib.suppress(queue.Empty):
+        item = lines.get(timeout=wait_s)
+        while True:
+            chunk, elapsed = item
+            on_line(chunk.decode(errors="replace").rstrip("\r\n"), elapsed)
+            item = lines.get_nowait()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def _close(stream: Any) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if stream is not None:
+            stream.close()
+
+
+def run(
+    argv: list[str],
+    *,
+    stdin_open: bool = True,
+    timeout_s: float,
+    on_line: Callable[[str, float], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    poll_s: float = 0.2,
+    grace_s: float = 5.0,
+) -> Completed:
+    """Run one local argv (see `wrap`), streaming stdout lines to `on_line(line, elapsed_s)`.
+
+    When `should_stop()` turns true or `timeout_s` passes, stdin is closed (the
+    record script answers with SIGINT to py-spy); if the process is still alive
+    `grace_s` later, its process group is killed. `on_line` and `should_stop` run
+    in the calling thread. Raises OSError when argv[0] cannot be started.
+    """
+    start = time.monotonic()
+    stdin = subprocess.PIPE if stdin_open else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    out: list[bytes] = []
+    err: list[bytes] = []
+    lines: queue.Queue | None = queue.Queue() if on_line else None
+    pumps = [
+        threading.Thread(target=_pump, args=(proc.stdout, out, lines, start), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, err, None, start), daemon=True),
+    ]
+    for pump in pumps:
+        pump.start()
+    stopped, trigger = _supervise(
+        proc, start + timeout_s, should_stop, lines, on_line, poll_s, grace_s
+    )
+    elapsed = time.monotonic() - start
+    for pump in pumps:
+        pump.join(timeout=2)  # a leftover grandchild may hold a pipe; don't wait on it
+    _deliver(lines, on_line, 0)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        _close(stream)
+    stderr = b"".join(err).decode(errors="replace")
+    return Completed(proc.returncode, b"".join(out), stderr, elapsed, stopped, trigger)
+
+
+def _supervise(
+    proc: subprocess.Popen,
+    deadline: float,
+    should_stop: Callable[[], bool] | None,
+    lines: queue.Queue | None,
+    on_line: Callable | None,
+    poll_s: float,
+    grace_s: float,
+) -> tuple[Literal["completed", "stopped", "killed"], Any]:
+    stop_at: float | None = None
+    trigger = None
+    while proc.poll() is None:
+        now = time.monotonic()
+        if stop_at is None:
+            if should_stop is not None and should_stop():
+                trigger = "should_stop"
+            elif now >= deadline:
+                trigger = "timeout"
+            if trigger:
+                stop_at = now
+                _close(proc.stdin)
+        elif now - stop_at >= grace_s:
+            _kill_group(proc)
+            proc.wait()
+            return "killed", trigger
+        wait = poll_s if stop_at is not None else min(poll_s, max(0.0, deadline - now))
+        _deliver(lines, on_line, wait)
+    return ("stopped" if stop_at is not None else "completed"), trigger

@@ -1,0 +1,315 @@
+"""Pages for runs (history, detail, edit, processes) and hosts (list, detail, edit).
+
+Everyone logged in sees these pages; creating and editing needs the launch
+permission (operators). Captures are launched from the pages through the JSON API.
+"""
+
+from collections import defaultdict
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.staticfiles import finders
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models.fields.json import KT, KeyTransform
+from django.db.models.functions import RowNumber
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from profiles.forms import ImportForm
+from profiles.models import Capture, Comment
+
+from . import services
+from .forms import HostForm, RunForm, RunProcessForm
+from .models import Host, Run, RunProcess
+from .permissions import can_launch
+
+RUNS_PER_PAGE = 25
+CAPTURES_PER_PAGE = 50
+SPARK_CAPTURES = 12
+SPARK_CATEGORIES = 3
+CAPTURE_DEFAULTS = {
+    "duration": 30, "rate": 20, "native": True, "threads": True, "idle": False,
+    "gil": False, "nonblocking": False, "subprocesses": False, "kind": "record",
+}
+
+
+def launch_required(view):
+    """403 for users without the launch permission (the API does the same)."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not can_launch(request.user):
+            raise PermissionDenied("You need the launch permission (operators group).")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _get_run_for_user(user, pk: int) -> Run:
+    # Every logged-in user may see every run; the helper is where a rule would go.
+    return get_object_or_404(Run.objects.select_related("created_by").prefetch_related("tags"), pk=pk)
+
+
+def _get_host_for_user(user, pk: int) -> Host:
+    return get_object_or_404(Host, pk=pk)
+
+
+# --- captures shown in tables ------------------------------------------------------
+
+
+def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
+    """Captures for a table: a few stats keys, never the whole stats JSON."""
+    comments = (
+        Comment.objects.filter(capture=OuterRef("pk"))
+        .values("capture").annotate(c=Count("pk")).values("c")
+    )
+    return (
+        qs.select_related("host", "run", "process").prefetch_related("tags")
+        .defer("stats", "progress", "gpu_samples", "error")
+        .annotate(
+            total_samples=KeyTransform("total_samples", "stats"),
+            categories=KeyTransform("categories", "stats"),
+            verdict=KT("stats__lag__verdict"),
+            max_behind_s=KeyTransform("max_behind_s", KeyTransform("lag", "stats")),
+            recommended_rate=KeyTransform("recommended_rate", KeyTransform("lag", "stats")),
+            comment_count=Subquery(comments),
+        )
+    )
+
+
+def lag_history(condition: Q, limit: int = 200) -> list[dict[str, Any]]:
+    """Earlier captures whose sampler fell behind, for the capture button's warning."""
+    rows = (
+        Capture.objects.filter(condition, stats__lag__verdict__in=["degraded", "unreliable"])
+        .order_by("-queued_at")
+        .values("pk", "host_id", "pid", "process_id", "rate",
+                "stats__lag__verdict", "stats__lag__recommended_rate", "stats__lag__max_behind_s")[:limit]
+    )
+    return [
+        {"id": r["pk"], "host": r["host_id"], "pid": r["pid"], "process": r["process_id"],
+         "rate": r["rate"], "verdict": r["stats__lag__verdict"],
+         "recommended_rate": r["stats__lag__recommended_rate"],
+         "max_behind_s": r["stats__lag__max_behind_s"]}
+        for r in rows
+    ]
+
+
+def launch_context(user, run: Run | None, condition: Q) -> dict[str, Any]:
+    return {
+        "canLaunch": can_launch(user),
+        "run": run.pk if run else None,
+        "defaults": CAPTURE_DEFAULTS,
+        "maxDuration": settings.FLAMEDECK_MAX_DURATION_S,
+        "lagHistory": lag_history(condition) if can_launch(user) else [],
+    }
+
+
+# --- runs --------------------------------------------------------------------------
+
+
+def _filtered_runs(params) -> QuerySet[Run]:
+    runs = Run.objects.prefetch_related("tags").order_by("-created_at")
+    if q := params.get("q", "").strip():
+        runs = runs.filter(Q(name__icontains=q) | Q(tags__name__iexact=q) | Q(description__icontains=q))
+    if params.get("status") in Run.Status.values:
+        runs = runs.filter(status=params["status"])
+    if (host := params.get("host", "")).isdigit():
+        runs = runs.filter(Q(processes__host_id=host) | Q(captures__host_id=host))
+    count = Capture.objects.filter(run=OuterRef("pk")).values("run").annotate(c=Count("pk")).values("c")
+    return runs.distinct().annotate(capture_count=Subquery(count))
+
+
+def _recent_captures(run_ids: list[int]) -> dict[int, list[dict]]:
+    """The last few captures of each run, newest first, in one query."""
+    rows = (
+        Capture.objects.filter(run_id__in=run_ids)
+        .annotate(
+            rn=Window(RowNumber(), partition_by=F("run_id"), order_by=F("queued_at").desc()),
+            categories=KeyTransform("categories", "stats"),
+            verdict=KT("stats__lag__verdict"),
+            host_name=F("host__name"),
+        )
+        .filter(rn__lte=SPARK_CAPTURES)
+        .values("pk", "run_id", "status", "kind", "queued_at", "pid", "host_name",
+                "categories", "verdict", "original_name")
+    )
+    by_run: dict[int, list[dict]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: r["queued_at"], reverse=True):
+        by_run[row["run_id"]].append(row)
+    return by_run
+
+
+def sparkline(captures: list[dict], width: int = 120, height: int = 26) -> list[dict]:
+    """Polylines of the main categories' shares over captures, oldest to newest."""
+    done = [c for c in reversed(captures) if c.get("categories")]
+    if len(done) < 1:
+        return []
+    totals: dict[str, float] = defaultdict(float)
+    for capture in done:
+        for cat in capture["categories"]:
+            totals[cat["category"]] += cat["percent"]
+    main = sorted(totals, key=totals.get, reverse=True)[:SPARK_CATEGORIES]
+    top = max([c["percent"] for cap in done for c in cap["categories"] if c["category"] in main] + [1])
+    step = width / max(len(done) - 1, 1)
+    lines = []
+    for name in main:
+        points = []
+        for i, capture in enumerate(done):
+            share = next((c["percent"] for c in capture["categories"] if c["category"] == name), 0)
+            points.append(f"{i * step:.1f},{height - 2 - share / top * (height - 4):.1f}")
+        last = next((c["percent"] for c in done[-1]["categories"] if c["category"] == name), 0)
+        lines.append({"category": name, "points": " ".join(points), "last": last})
+    return lines
+
+
+@require_GET
+def run_list(request):
+    page = Paginator(_filtered_runs(request.GET), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    recent = _recent_captures([run.pk for run in page.object_list])
+    rows = [
+        {"run": run, "latest": (recent.get(run.pk) or [None])[0], "spark": sparkline(recent.get(run.pk, []))}
+        for run in page.object_list
+    ]
+    context = {
+        "page": page, "rows": rows, "statuses": Run.Status.choices,
+        "hosts": Host.objects.only("pk", "name"), "params": request.GET,
+        "can_launch": can_launch(request.user),
+    }
+    return render(request, "runs/run_list.html", context)
+
+
+@require_GET
+def run_detail(request, pk: int):
+    run = _get_run_for_user(request.user, pk)
+    processes = list(run.processes.select_related("host"))
+    captures = capture_rows(Capture.objects.filter(run=run))
+    if tag := request.GET.get("tag"):
+        captures = captures.filter(tags__name=tag)
+    page = Paginator(captures.order_by("-queued_at"), CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
+    pairs = Q(process__run=run)
+    for p in processes:
+        pairs |= Q(host_id=p.host_id, pid=p.pid)
+    context = {
+        "run": run, "processes": processes, "page": page, "tag": tag,
+        "process_form": RunProcessForm(), "import_form": ImportForm(initial={"run": run}),
+        "launch": launch_context(request.user, run, pairs), "can_launch": can_launch(request.user),
+        "has_trends": finders.find("js/trends.js") is not None,
+        "run_tags": sorted({t.name for c in page.object_list for t in c.tags.all()}),
+    }
+    return render(request, "runs/run_detail.html", context)
+
+
+def _save_run(form: RunForm, user) -> Run:
+    data = form.cleaned_data
+    with transaction.atomic():
+        if form.instance.pk is not None:
+            run = form.save()
+            run.tags.set(services.tags_from_text(data["tags_text"]))
+            return run
+        run = services.run_create(
+            user=user, name=data["name"], description=data["description"],
+            tags=data["tags_text"], status=data["status"],
+        )
+        for field in ("started_at", "ended_at", "schedule_every_min"):
+            if data.get(field) is not None:  # keep run_create's start time unless one was given
+                setattr(run, field, data[field])
+        run.save()
+    return run
+
+
+@require_http_methods(["GET", "POST"])
+@launch_required
+def run_create(request):
+    form = RunForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        run = _save_run(form, request.user)
+        messages.success(request, f"Run “{run.name}” created. Attach its processes below.")
+        return redirect(run)
+    return render(request, "runs/run_form.html", {"form": form, "run": None})
+
+
+@require_http_methods(["GET", "POST"])
+@launch_required
+def run_edit(request, pk: int):
+    run = _get_run_for_user(request.user, pk)
+    form = RunForm(request.POST or None, instance=run)
+    if request.method == "POST" and form.is_valid():
+        _save_run(form, request.user)
+        messages.success(request, "Run saved.")
+        return redirect(run)
+    return render(request, "runs/run_form.html", {"form": form, "run": run})
+
+
+@require_POST
+@launch_required
+def run_process_add(request, pk: int):
+    run = _get_run_for_user(request.user, pk)
+    form = RunProcessForm(request.POST)
+    if form.is_valid():
+        process = services.run_process_add(run=run, **form.cleaned_data)
+        messages.success(request, f"Attached {process}.")
+    else:
+        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        messages.error(request, f"Could not attach the process — {errors}")
+    return redirect(run)
+
+
+@require_POST
+@launch_required
+def run_process_remove(request, pk: int, process_pk: int):
+    process = get_object_or_404(RunProcess, pk=process_pk, run_id=pk)
+    process.delete()
+    messages.success(request, f"Detached {process.host.name}:{process.pid}.")
+    return redirect("runs:run_detail", pk=pk)
+
+
+# --- hosts -------------------------------------------------------------------------
+
+
+@require_GET
+def host_list(request):
+    count = Capture.objects.filter(host=OuterRef("pk")).values("host").annotate(c=Count("pk")).values("c")
+    hosts = Host.objects.annotate(capture_count=Subquery(count)).order_by("name")
+    return render(request, "runs/host_list.html", {"hosts": hosts, "can_launch": can_launch(request.user)})
+
+
+@require_GET
+def host_detail(request, pk: int):
+    host = _get_host_for_user(request.user, pk)
+    captures = capture_rows(Capture.objects.filter(host=host)).order_by("-queued_at")[:20]
+    context = {
+        "host": host, "captures": captures, "check": host.last_check or {},
+        "launch": launch_context(request.user, None, Q(host=host)),
+        "can_launch": can_launch(request.user),
+    }
+    return render(request, "runs/host_detail.html", context)
+
+
+def _host_form_page(request, host: Host | None):
+    form = HostForm(request.POST or None, instance=host)
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = services.host_save(host=form.instance)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Host {saved.name} saved. Test the connection below.")
+            return redirect(saved)
+    return render(request, "runs/host_form.html", {"form": form, "host": host})
+
+
+@require_http_methods(["GET", "POST"])
+@launch_required
+def host_create(request):
+    return _host_form_page(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+@launch_required
+def host_edit(request, pk: int):
+    return _host_form_page(request, _get_host_for_user(request.user, pk))

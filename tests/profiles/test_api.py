@@ -1,0 +1,142 @@
+"""Contract 3: the JSON API, its auth and permissions."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+
+from profiles.models import Capture
+from runs.models import Host
+
+pytestmark = pytest.mark.django_db
+
+RAW = "thread (11): MainThread;main (train.py:10);step (train.py:20);cuLaunchKernel (libcuda.so.1) 7\n" \
+      "thread (11): MainThread;main (train.py:10);cudaStreamSynchronize (libcudart.so) 3\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_enqueue(monkeypatch):
+    """The API only queues; running captures is the worker tests' business."""
+    sent = []
+    monkeypatch.setattr("profiles.services.capture_enqueue", lambda *, capture: sent.append(capture.pk))
+    return sent
+
+
+def _token_client(client, user):
+    token = Token.objects.create(user=user)
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {token.key}"
+    return client
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [
+        ("get", "/api/hosts/"), ("post", "/api/hosts/"), ("get", "/api/captures/"),
+        ("post", "/api/captures/"), ("get", "/api/captures/1/"), ("get", "/api/captures/1/flamegraph/"),
+        ("post", "/api/captures/1/cancel/"), ("post", "/api/captures/import/"),
+    ],
+)
+def test_anonymous_requests_get_401_or_403_never_data(client, method, url):
+    response = getattr(client, method)(url)
+    assert response.status_code in (401, 403)
+    assert b"total_samples" not in response.content
+
+
+def test_a_bad_token_is_refused(client):
+    client.defaults["HTTP_AUTHORIZATION"] = "Token nope"
+    assert client.get("/api/hosts/").status_code == 401
+
+
+def test_an_operator_creates_a_host_with_a_token(client, owner):
+    client = _token_client(client, owner)
+    body = {"name": "gpu-7", "transport": "ssh", "address": "gpu7.example", "port": 2222,
+            "username": "train", "exec_prefix": "pct exec 200 --", "py_spy": "/usr/local/bin/py-spy"}
+    response = client.post("/api/hosts/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    host = Host.objects.get(pk=response.json()["id"])
+    assert (host.address, host.port, host.exec_prefix) == ("gpu7.example", 2222, "pct exec 200 --")
+
+
+def test_a_host_address_that_looks_like_an_ssh_option_is_refused(owner_client):
+    body = {"name": "evil", "transport": "ssh", "address": "-oProxyCommand=touch /tmp/x"}
+    response = owner_client.post("/api/hosts/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "address" in response.json()
+
+
+def test_a_teammate_may_read_hosts_but_not_create_them_or_launch(teammate_client):
+    assert teammate_client.get("/api/hosts/").status_code == 200
+    body = {"name": "x", "transport": "local"}
+    assert teammate_client.post("/api/hosts/", body, content_type="application/json").status_code == 403
+    body = {"host": "local", "pid": 1}
+    assert teammate_client.post("/api/captures/", body, content_type="application/json").status_code == 403
+
+
+def test_creating_a_capture_queues_it_with_its_settings(owner_client, _no_enqueue, django_capture_on_commit_callbacks):
+    body = {"host": "local", "pid": 4242, "duration": 5, "rate": 50, "idle": True}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner_client.post("/api/captures/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    data = response.json()
+    assert data["status"] == "queued"
+    capture = Capture.objects.get(pk=data["id"])
+    assert (capture.pid, capture.duration, capture.rate, capture.idle, capture.native, capture.threads) == (
+        4242, 5, 50, True, True, True)
+    assert _no_enqueue == [capture.pk]
+    detail = owner_client.get(f"/api/captures/{capture.pk}/").json()
+    assert detail["status"] == "queued" and detail["stats"] is None and detail["error"] == ""
+
+
+@pytest.mark.parametrize("body", [
+    {"host": "local", "pid": 0}, {"host": "local", "pid": "1; rm -rf /"}, {"host": "nowhere", "pid": 5},
+    {"host": "local", "pid": 5, "rate": 0}, {"host": "local", "pid": 5, "duration": 100000},
+    {"host": "local", "pid": 5, "kind": "flame"},
+])
+def test_bad_capture_requests_get_400_with_the_field_named(owner_client, body):
+    response = owner_client.post("/api/captures/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert set(response.json()) & {"pid", "host", "rate", "duration", "kind"}
+
+
+def test_cancelling_a_queued_capture_ends_it_and_a_done_one_is_refused(owner_client):
+    capture = Capture.objects.create(host=Host.objects.get(name="local"), pid=5)
+    response = owner_client.post(f"/api/captures/{capture.pk}/cancel/")
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    capture.refresh_from_db()
+    assert capture.status == "cancelled" and capture.finished_at is not None
+    assert owner_client.post(f"/api/captures/{capture.pk}/cancel/").status_code == 409
+
+
+def test_import_stores_the_file_and_computes_stats(teammate_client):
+    upload = io.BytesIO(RAW.encode())
+    upload.name = "train.txt"
+    response = teammate_client.post("/api/captures/import/", {"file": upload})
+    assert response.status_code == 201, response.content
+    capture = Capture.objects.get(pk=response.json()["id"])
+    assert capture.status == "done"
+    detail = teammate_client.get(f"/api/captures/{capture.pk}/").json()
+    assert detail["stats"]["total_samples"] == 10
+    assert "flamegraph" not in detail["stats"]
+    launch = {c["category"]: c["percent"] for c in detail["stats"]["categories"]}["launch"]
+    assert launch == pytest.approx(70.0)
+    tree = teammate_client.get(f"/api/captures/{capture.pk}/flamegraph/?max_nodes=50").json()
+    assert tree["value"] == 10
+
+
+def test_a_malformed_import_fails_with_its_reason_and_keeps_the_file(teammate_client):
+    upload = io.BytesIO(b"<svg xmlns='http://www.w3.org/2000/svg'></svg>")
+    upload.name = "flame.svg"
+    response = teammate_client.post("/api/captures/import/", {"file": upload})
+    assert response.status_code == 201
+    capture = Capture.objects.get(pk=response.json()["id"])
+    assert capture.status == "failed"
+    assert capture.error_cause == "parse" and "raw file and log are kept" in capture.error
+    assert capture.raw_file and capture.raw_size == len(upload.getvalue())
+
+
+def test_create_api_token_prints_a_key_that_authenticates(client, owner, capsys):
+    call_command("create_api_token", "owner")
+    key = capsys.readouterr().out.strip()
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {key}"
+    assert client.get("/api/hosts/").status_code == 200

@@ -1,0 +1,152 @@
+"""The worker-side pipeline with the remote seam swapped: states, storage, failures.
+
+The seam itself (ssh, py-spy) is tested for real in tests/runs/test_remote*.py and
+end to end in tests/profiles/test_capture_e2e.py.
+"""
+
+import gzip
+
+import pytest
+
+from profiles import pipeline, services
+from profiles.models import Capture
+from runs import remote
+from runs.models import Host
+
+pytestmark = pytest.mark.django_db
+
+RAW = (
+    b"thread (11): target-0;main (train.py:10);step (train.py:20);cuLaunchKernel (libcuda.so.1) 6\n"
+    b"thread (12): target-1;main (train.py:10);cudaStreamSynchronize (libcudart.so) 4\n"
+)
+LOG = (
+    "py-spy> Sampling process 100 times a second for 5 seconds. Press Control-C to exit.\n"
+    "py-spy> 1.20s behind in sampling, results may be inaccurate. Try reducing the sampling rate\n"
+    "py-spy> Wrote raw flamegraph data to '/tmp/x/out'. Samples: 10 Errors: 0\n"
+)
+
+
+@pytest.fixture
+def capture(monkeypatch):
+    monkeypatch.setattr(services, "capture_enqueue", lambda *, capture: None)
+    return services.capture_create(
+        user=None, host=Host.objects.get(name="local"), pid=4321, duration=5, rate=100
+    )
+
+
+def _result(**overrides):
+    values = dict(raw=RAW, log=LOG, stderr="", exit_code=0, stopped_by="duration", elapsed_s=5.1)
+    values.update(overrides)
+    return remote.RecordResult(**values)
+
+
+def _swap_record(monkeypatch, outcome):
+    calls = []
+
+    def fake_record(target, pid, settings, **kwargs):
+        calls.append((target, pid, settings, kwargs))
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(remote, "record", fake_record)
+    return calls
+
+
+def test_a_record_stores_raw_and_log_gzipped_and_ends_done_with_stats(monkeypatch, capture):
+    calls = _swap_record(monkeypatch, _result())
+    assert pipeline.capture_execute(capture_id=capture.pk) == "done"
+    capture.refresh_from_db()
+    target, pid, settings, _ = calls[0]
+    assert (target.transport, pid, settings.rate, settings.duration_s) == ("local", 4321, 100, 5)
+    with capture.raw_file.open("rb") as fh:
+        assert gzip.decompress(fh.read()) == RAW
+    assert pipeline.read_log(capture) == LOG
+    assert capture.stats["total_samples"] == 10
+    assert capture.stats["lag"]["max_behind_s"] == pytest.approx(1.2)
+    assert {t["name"] for t in capture.stats["threads"]} == {"target-0", "target-1"}
+    assert pipeline.read_flamegraph(capture)["value"] == 10
+    assert capture.started_at <= capture.finished_at and capture.worker
+
+
+def test_a_redelivered_message_never_starts_a_second_sampler(monkeypatch, capture):
+    calls = _swap_record(monkeypatch, _result())
+    assert pipeline.capture_execute(capture_id=capture.pk) == "done"
+    assert pipeline.capture_execute(capture_id=capture.pk) == "skipped"
+    assert len(calls) == 1
+
+
+def test_a_parse_failure_keeps_the_raw_file_and_log(monkeypatch, capture):
+    _swap_record(monkeypatch, _result(raw=b"<svg></svg>\n"))
+    assert pipeline.capture_execute(capture_id=capture.pk) == "failed"
+    capture.refresh_from_db()
+    assert capture.error_cause == "parse"
+    assert "raw file and log are kept" in capture.error
+    assert capture.raw_file and pipeline.read_log(capture) == LOG
+
+
+def test_a_process_that_exits_mid_capture_is_done_with_a_note(monkeypatch, capture):
+    _swap_record(monkeypatch, _result(process_exited=True))
+    assert pipeline.capture_execute(capture_id=capture.pk) == "done"
+    capture.refresh_from_db()
+    assert "exited during the capture" in capture.note
+    assert capture.stats["total_samples"] == 10
+
+
+def test_a_permanent_failure_fails_at_once_with_its_cause(monkeypatch, capture):
+    _swap_record(monkeypatch, remote.RemoteError("no_such_pid"))
+    assert pipeline.capture_execute(capture_id=capture.pk) == "failed"
+    capture.refresh_from_db()
+    assert capture.error_cause == "no_such_pid"
+    assert "pick a running process" in capture.error
+
+
+def test_a_transient_failure_goes_back_to_queued_for_a_retry(monkeypatch, capture):
+    _swap_record(monkeypatch, remote.RemoteError("unreachable"))
+    with pytest.raises(remote.RemoteError):
+        pipeline.capture_execute(capture_id=capture.pk)
+    capture.refresh_from_db()
+    assert capture.status == "queued"
+    assert "cannot reach the host" in capture.error
+
+
+def test_a_cancelled_record_keeps_and_analyses_its_samples(monkeypatch, capture):
+    Capture.objects.filter(pk=capture.pk).update(cancel_requested=True)
+    _swap_record(monkeypatch, _result(stopped_by="cancel"))
+    # cancel_requested before the claim: the capture never starts.
+    assert pipeline.capture_execute(capture_id=capture.pk) == "skipped"
+    Capture.objects.filter(pk=capture.pk).update(cancel_requested=False)
+    assert pipeline.capture_execute(capture_id=capture.pk) == "cancelled"
+    capture.refresh_from_db()
+    assert capture.stats["total_samples"] == 10 and "Cancelled by a user" in capture.note
+
+
+def test_progress_heartbeats_and_sees_a_cancel_request(monkeypatch, capture):
+    services.capture_claim(capture_id=capture.pk, worker="w")
+    progress = pipeline._Progress(Capture.objects.get(pk=capture.pk))
+    progress.on_line(LOG.splitlines()[1], 1.0)
+    capture.refresh_from_db()
+    assert capture.progress["behind_s"] == pytest.approx(1.2)
+    assert capture.heartbeat_at is not None
+    Capture.objects.filter(pk=capture.pk).update(cancel_requested=True)
+    progress.last_beat = 0
+    assert progress.should_cancel() is True
+
+
+def test_illegal_transitions_are_refused(capture):
+    assert services.capture_transition(capture_id=capture.pk, to="done") is False
+    assert services.capture_transition(capture_id=capture.pk, to="running") is True
+    assert services.capture_transition(capture_id=capture.pk, to="running") is False
+    with pytest.raises(services.IllegalTransition):
+        services.capture_transition(capture_id=capture.pk, to="nonsense")
+
+
+def test_a_capture_without_heartbeat_is_reaped_as_worker_lost(capture):
+    from django.utils import timezone
+
+    services.capture_claim(capture_id=capture.pk, worker="w")
+    old = timezone.now() - timezone.timedelta(seconds=120)
+    Capture.objects.filter(pk=capture.pk).update(heartbeat_at=old)
+    assert services.reap_lost_captures(timeout_s=60) == 1
+    capture.refresh_from_db()
+    assert capture.status == "failed" and capture.error_cause == "worker_lost"

@@ -1,0 +1,78 @@
+"""Fixtures for the remote seam: a real loopback sshd and a real Python workload."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runs.remote import Target
+from tests.support.sshd import ALIAS, SSHD, SSHServer
+from tests.support.workload import Workload, start_workload
+
+PY_SPY = str(Path(sys.executable).with_name("py-spy"))
+needs_sshd = pytest.mark.skipif(not SSHD.exists(), reason=f"OpenSSH's sshd is not at {SSHD}")
+
+
+def pyspy_running(pid: int) -> bool:
+    """Whether a `py-spy record` for this pid runs anywhere on the machine."""
+    found = subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "], capture_output=True)
+    return found.returncode == 0
+
+
+def wait_until(condition, timeout_s: float, poll_s: float = 0.1) -> bool:
+    """Poll `condition()` until it holds or `timeout_s` passes; return its last value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll_s)
+    return bool(condition())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("sshd"):
+            item.add_marker(needs_sshd)
+
+
+@pytest.fixture(scope="session")
+def sshd() -> Iterator[SSHServer]:
+    """One sshd on 127.0.0.1 for the whole session (tests must not change its key)."""
+    if not SSHD.exists():
+        pytest.skip(f"OpenSSH's sshd is not at {SSHD}")
+    server = SSHServer().start()
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def own_sshd() -> Iterator[SSHServer]:
+    """A private sshd a test may stop or re-key."""
+    if not SSHD.exists():
+        pytest.skip(f"OpenSSH's sshd is not at {SSHD}")
+    server = SSHServer().start()
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def workload() -> Iterator[Workload]:
+    """A running workload with threads target-0, target-1 and waiter."""
+    with start_workload(threads=2) as running:
+        yield running
+
+
+@pytest.fixture
+def local_target() -> Target:
+    return Target(transport="local", py_spy=PY_SPY)
+
+
+@pytest.fixture
+def ssh_target(sshd: SSHServer) -> Target:
+    """The loopback sshd reached through its ssh_config Host alias."""
+    return Target(transport="ssh", address=ALIAS, py_spy=PY_SPY, ssh_config=str(sshd.config))

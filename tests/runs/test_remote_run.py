@@ -1,0 +1,57 @@
+"""`run()`, the one function that starts processes, on real local processes."""
+
+from __future__ import annotations
+
+import subprocess
+
+from runs.remote import run
+
+from .conftest import wait_until
+
+
+def test_run_streams_stdout_lines_as_they_are_printed():
+    seen: list[tuple[str, float]] = []
+    done = run(
+        ["sh", "-c", "echo first; sleep 0.6; echo second"],
+        timeout_s=10, on_line=lambda line, at: seen.append((line, at)), poll_s=0.05,
+    )  # fmt: skip
+    assert [line for line, _ in seen] == ["first", "second"]
+    assert seen[1][1] - seen[0][1] > 0.4
+    assert done.stopped == "completed" and done.returncode == 0
+    assert done.stdout == b"first\nsecond\n"
+
+
+def test_run_keeps_stderr_apart_from_stdout():
+    done = run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout_s=10)
+    assert (done.text, done.stderr, done.returncode) == ("out\n", "err\n", 3)
+
+
+def test_run_closes_stdin_when_asked_to_stop_and_lets_the_process_finish():
+    calls = iter([False, False, True])
+    done = run(
+        ["sh", "-c", "cat >/dev/null; echo finished cleanly"],
+        timeout_s=30, should_stop=lambda: next(calls, True), poll_s=0.05,
+    )  # fmt: skip
+    assert done.stopped == "stopped" and done.trigger == "should_stop"
+    assert done.text == "finished cleanly\n" and done.elapsed_s < 2
+
+
+def test_run_closes_stdin_when_the_wall_clock_bound_passes():
+    done = run(["sh", "-c", "cat >/dev/null; echo bye"], timeout_s=0.5, poll_s=0.05)
+    assert done.stopped == "stopped" and done.trigger == "timeout"
+    assert done.text == "bye\n" and 0.5 <= done.elapsed_s < 2
+
+
+def test_run_kills_the_whole_process_group_only_after_the_grace_period():
+    marker = "31.4159"  # a sleep length nothing else on the machine uses
+    script = f"trap '' INT TERM; sleep {marker} & wait"
+    done = run(["sh", "-c", script], timeout_s=0.3, grace_s=1.0, poll_s=0.05)
+    assert done.stopped == "killed"
+    assert 1.2 <= done.elapsed_s < 3
+    gone = wait_until(lambda: subprocess.run(["pgrep", "-f", f"sleep {marker}"]).returncode, 3)
+    assert gone, "the grandchild outlived the kill"
+
+
+def test_run_without_stdin_gives_the_process_an_immediate_eof():
+    done = run(["sh", "-c", "cat; echo after"], stdin_open=False, timeout_s=5)
+    assert done.text == "after\n" and done.stopped == "completed"

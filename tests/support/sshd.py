@@ -1,0 +1,125 @@
+"""A real OpenSSH sshd on 127.0.0.1 for tests of the remote seam.
+
+It runs as the current user (root here) from a private temp dir: its own host key,
+client key, authorized_keys, sshd_config, known_hosts and an ssh client config with
+a Host alias, so no test touches ~/.ssh.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+SSHD = Path("/usr/sbin/sshd")
+ALIAS = "flamedeck-test"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _keygen(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    Path(f"{path}.pub").unlink(missing_ok=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "flamedeck-test", "-f", str(path)],
+        check=True,
+    )
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class SSHServer:
+    """Start, stop, restart a loopback sshd; regenerate its host key on demand."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="flamedeck-sshd-"))
+        self.port = free_port()
+        self.host_key = self.dir / "host_ed25519"
+        self.client_key = self.dir / "client_ed25519"
+        self.known_hosts = self.dir / "known_hosts"
+        self.config = self.dir / "ssh_config"
+        self.pid_file = self.dir / "sshd.pid"
+        self.log = self.dir / "sshd.log"
+        _keygen(self.host_key)
+        _keygen(self.client_key)
+        (self.dir / "authorized_keys").write_text(Path(f"{self.client_key}.pub").read_text())
+        self._write_sshd_config()
+        self.write_known_hosts()
+        self.write_client_config(self.config)
+
+    def _write_sshd_config(self) -> None:
+        (self.dir / "sshd_config").write_text(
+            f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.host_key}\n"
+            f"AuthorizedKeysFile {self.dir / 'authorized_keys'}\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
+            f"StrictModes no\nUsePAM no\nPidFile {self.pid_file}\nLogLevel VERBOSE\n"
+        )
+
+    def write_known_hosts(self, path: Path | None = None) -> Path:
+        """Record the server's current host key in a known_hosts file."""
+        key = Path(f"{self.host_key}.pub").read_text().split()
+        path = path or self.known_hosts
+        path.write_text(f"[127.0.0.1]:{self.port} {key[0]} {key[1]}\n")
+        return path
+
+    def write_client_config(
+        self, path: Path, identity: Path | None = None, known_hosts: Path | None = None
+    ) -> Path:
+        """An ssh client config with Host alias ALIAS (and 127.0.0.1) for this server."""
+        path.write_text(
+            f"Host {ALIAS} 127.0.0.1\n  HostName 127.0.0.1\n  Port {self.port}\n  User root\n"
+            f"  IdentityFile {identity or self.client_key}\n  IdentitiesOnly yes\n"
+            f"  UserKnownHostsFile {known_hosts or self.known_hosts}\n"
+            "  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
+        )
+        return path
+
+    def start(self) -> SSHServer:
+        """Start sshd and wait until it accepts connections."""
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+        config = str(self.dir / "sshd_config")
+        subprocess.run([str(SSHD), "-f", config, "-E", str(self.log)], check=True)
+        deadline = time.monotonic() + 10
+        while not _listening(self.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sshd did not listen on {self.port}: {self.log.read_text()}")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        """Stop the listening sshd (sessions already open finish on their own)."""
+        if not self.pid_file.exists():
+            return
+        pid = int(self.pid_file.read_text())
+        subprocess.run(["kill", str(pid)], check=False)
+        deadline = time.monotonic() + 10
+        while _listening(self.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.pid_file.unlink(missing_ok=True)
+
+    def restart(self) -> SSHServer:
+        """Stop and start again on the same port."""
+        self.stop()
+        return self.start()
+
+    def regenerate_host_key(self) -> None:
+        """Give the server a new host key (known_hosts keeps the old one) and restart."""
+        _keygen(self.host_key)
+        self.restart()
+
+    def cleanup(self) -> None:
+        """Stop the server and remove its temp dir."""
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
