@@ -3,7 +3,9 @@
 Named threads ``target-0..N`` run recursive work that ends in native code (zlib,
 hashlib, sorting), hand items through a ``queue.Queue`` and wait on locks, so
 captures contain deep Python stacks, native frames and idle/wait states.
-Run: ``python bench/workload.py SECONDS [THREADS]``.
+Run: ``python bench/workload.py SECONDS [THREADS] [--deep]``; ``--deep`` sends
+every item through 8-32 levels of four alternating functions first, so almost
+every sample has a distinct stack (a realistic, several-MB raw file).
 """
 
 import hashlib
@@ -14,6 +16,7 @@ import time
 import zlib
 
 PAYLOAD = bytes(range(256)) * 512
+DEEP = False
 
 
 def compress_block(depth: int) -> int:
@@ -42,22 +45,55 @@ def produce(items: queue.Queue, stop: threading.Event) -> None:
 
 
 def consume(index: int, items: queue.Queue, stop: threading.Event) -> None:
+    item = index * 1000003
+    while DEEP and not stop.is_set():
+        item += 1
+        deep_step(index, item)
     while not stop.is_set():
         try:
             item = items.get(timeout=0.05)
         except queue.Empty:
             continue
-        step(index, item)
+        (deep_step if DEEP else step)(index, item)
 
 
-def step(index: int, item: int) -> None:
+def walk_a(depth: int, code: int) -> int:
+    return descend(depth, code) + 1
+
+
+def walk_b(depth: int, code: int) -> int:
+    return descend(depth, code) + 2
+
+
+def walk_c(depth: int, code: int) -> int:
+    return descend(depth, code) + 3
+
+
+def walk_d(depth: int, code: int) -> int:
+    return descend(depth, code) + 4
+
+
+WALKERS = (walk_a, walk_b, walk_c, walk_d)
+
+
+def descend(depth: int, code: int) -> int:
+    """Deep, varied stacks: each level picks one of four functions from `code`."""
+    if depth == 0:
+        return step(code % 5, code)
+    return WALKERS[code % 4](depth - 1, code // 4)
+
+
+def deep_step(index: int, item: int) -> int:
+    return descend(8 + item % 24, (item * 2654435761 + index) % (1 << 62))
+
+
+def step(index: int, item: int) -> int:
     kind = (index + item) % 3
     if kind == 0:
-        compress_block(4 + index)
-    elif kind == 1:
-        hash_block(2 + index)
-    else:
-        sort_block()
+        return compress_block(4 + index)
+    if kind == 1:
+        return len(hash_block(2 + index))
+    return sort_block()
 
 
 def main(seconds: float, threads: int) -> None:
@@ -77,4 +113,6 @@ def main(seconds: float, threads: int) -> None:
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 5)
+    DEEP = "--deep" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--deep"]
+    main(float(args[0]), int(args[1]) if len(args) > 1 else 5)

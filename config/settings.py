@@ -138,7 +138,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "profiles.tasks.reap_lost_captures",
         "schedule": 30.0,
     },
-    "schedule-captures": {"task": "profiles.tasks.schedule_captures", "schedule": 30.0},
+    "schedule-captures": {
+        "task": "profiles.tasks.schedule_captures",
+        "schedule": float(env_int("FLAMEDECK_SCHEDULE_TICK_S", 30, minimum=1)),
+    },
     "prune-raw-files": {"task": "profiles.tasks.prune_raw_files", "schedule": 3600.0},
 }
 
@@ -147,6 +150,12 @@ CELERY_BEAT_SCHEDULE = {
 FLAMEDECK_HEARTBEAT_TIMEOUT_S = env_int("FLAMEDECK_HEARTBEAT_TIMEOUT_S", 60, minimum=5)
 # Extra wall-clock allowed beyond a capture's duration before py-spy is stopped.
 FLAMEDECK_CAPTURE_MARGIN_S = env_int("FLAMEDECK_CAPTURE_MARGIN_S", 20, minimum=1)
+# Transient failures (host unreachable) are retried this often, with jittered backoff.
+FLAMEDECK_CAPTURE_RETRIES = env_int("FLAMEDECK_CAPTURE_RETRIES", 3, minimum=0)
+FLAMEDECK_RETRY_BACKOFF_S = env_int("FLAMEDECK_RETRY_BACKOFF_S", 5, minimum=0)
+# Scheduled captures sample this long, at this rate.
+FLAMEDECK_SCHEDULE_DURATION_S = env_int("FLAMEDECK_SCHEDULE_DURATION_S", 30, minimum=1)
+FLAMEDECK_SCHEDULE_RATE = env_int("FLAMEDECK_SCHEDULE_RATE", 20, minimum=1)
 FLAMEDECK_MAX_DURATION_S = env_int("FLAMEDECK_MAX_DURATION_S", 600, minimum=1)
 # An ssh client config passed as -F (None: the worker user's ~/.ssh/config).
 FLAMEDECK_SSH_CONFIG = env_str("FLAMEDECK_SSH_CONFIG") or None

@@ -10,8 +10,8 @@ from rest_framework.response import Response
 from runs.api import api
 from runs.models import Host, Run
 
-from . import selectors, services
-from .models import Capture
+from . import jobs, selectors, services
+from .models import Capture, CaptureGroup
 
 
 class CaptureRequestSerializer(serializers.Serializer):
@@ -134,3 +134,56 @@ def capture_import(request):
     )
     body = {"id": capture.pk, "status": capture.status, "error": capture.error}
     return Response(body, status=status.HTTP_201_CREATED)
+
+
+class GroupRequestSerializer(serializers.Serializer):
+    duration = serializers.IntegerField(min_value=1, default=30)
+    rate = serializers.IntegerField(min_value=1, max_value=2000, default=20)
+    native = serializers.BooleanField(default=True)
+    threads = serializers.BooleanField(default=True)
+    idle = serializers.BooleanField(default=False)
+    gil = serializers.BooleanField(default=False)
+    nonblocking = serializers.BooleanField(default=False)
+    subprocesses = serializers.BooleanField(default=False)
+
+
+def group_json(group: CaptureGroup) -> dict:
+    captures = selectors.group_captures(group=group)
+    return {
+        "id": group.pk,
+        "run": group.run_id,
+        "scheduled": group.scheduled,
+        **jobs.group_summary(group),
+        "processes": [
+            {**{k: v for k, v in capture_json(c).items() if k != "stats"},
+             "role": c.process.role if c.process else "",
+             "verdict": c.lag_verdict}
+            for c in captures
+        ],
+    }
+
+
+@api(["POST"])
+def run_capture_all(request, pk: int):
+    """Capture every process of the run at once, with the same settings."""
+    run = get_object_or_404(Run, pk=pk)
+    serializer = GroupRequestSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    try:
+        group = jobs.capture_group_create(user=request.user, run=run, **serializer.validated_data)
+    except DjangoValidationError as exc:
+        raise ValidationError({"run": exc.messages}) from None
+    return Response(group_json(group), status=status.HTTP_201_CREATED)
+
+
+@api(["GET"])
+def group_detail(request, pk: int):
+    return Response(group_json(get_object_or_404(CaptureGroup, pk=pk)))
+
+
+@api(["GET"])
+def group_flamegraph(request, pk: int):
+    group = get_object_or_404(CaptureGroup, pk=pk)
+    only = {int(v) for v in request.query_params.getlist("capture") if v.isdigit()} or None
+    captures = selectors.group_captures(group=group)
+    return Response(selectors.group_flamegraph(captures=captures, only=only))

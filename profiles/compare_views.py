@@ -170,9 +170,45 @@ def _compare_context(before: Capture, after: Capture, threads: list[str]) -> dic
         "result": result,
         "before": before,
         "after": after,
+        "sides": [("before", before, result["before"]), ("after", after, result["after"])],
+        "share_tables": _share_tables(result),
+        "frame_tables": [
+            {"id": "top-self", "title": "Top self (leaf) frames", "rows": result["top_self"]},
+            {
+                "id": "top-total",
+                "title": "Top total (inclusive) frames",
+                "rows": result["top_total"],
+            },
+        ],
         "thread_names": _thread_names(before, after),
         "page": page,
     }
+
+
+def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
+    def with_sides(rows: list[engine.ShareRow]) -> list[dict[str, Any]]:
+        return [{**r, "sides": [r["before"], r["after"]]} for r in rows]
+
+    def matched(row: engine.ShareRow) -> bool:
+        return any(side and side["samples"] for side in (row["before"], row["after"]))
+
+    keywords = [r for r in result["keywords"] if matched(r) or r["verdict"] == engine.NOT_MEASURED]
+    return [
+        {
+            "id": "categories",
+            "title": "Categories",
+            "label": "Category",
+            "rows": with_sides(result["categories"]),
+            "silent": 0,
+        },
+        {
+            "id": "keywords",
+            "title": "Keywords",
+            "label": "Keyword",
+            "rows": with_sides(keywords),
+            "silent": len(result["keywords"]) - len(keywords),
+        },
+    ]
 
 
 @api(["GET"])
@@ -274,7 +310,9 @@ def trends(request: HttpRequest) -> HttpResponse:
         "keyword": sorted({k for k, _ in keywords} | {k.keyword for k in GPU_KEYWORDS}),
     }
     page = {**options, "dataUrl": reverse("compare:trends_data")}
-    return render(request, "profiles/trends.html", {"options": options, "names": names, "page": page})
+    return render(
+        request, "profiles/trends.html", {"options": options, "names": names, "page": page}
+    )
 
 
 def _trend_options(request: HttpRequest) -> dict[str, Any]:

@@ -4,6 +4,7 @@ captures, and the raw-file retention budget."""
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -67,7 +68,10 @@ def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
         ).update(schedule_last_at=now)
         if not claimed or not run.processes.exists():
             continue
-        groups.append(capture_group_create(user=None, run=run, scheduled=True))
+        groups.append(capture_group_create(
+            user=None, run=run, scheduled=True,
+            duration=settings.FLAMEDECK_SCHEDULE_DURATION_S, rate=settings.FLAMEDECK_SCHEDULE_RATE,
+        ))
         scheduled_captures_trim(run=run)
     return groups
 

@@ -13,16 +13,15 @@ from . import pipeline, services
 from .models import Capture
 
 log = logging.getLogger(__name__)
-MAX_RETRIES = 3
 
 
 def backoff_s(retries: int) -> float:
-    """Exponential backoff with full jitter: 0..(5·2^n) seconds, capped at 60."""
-    return random.uniform(0, min(60, 5 * 2**retries))
+    """Exponential backoff with full jitter: 0..(base·2^n) seconds, capped at 60."""
+    return random.uniform(0, min(60, settings.FLAMEDECK_RETRY_BACKOFF_S * 2**retries))
 
 
 # No acks_late: a redelivered message must never start a second sampler on a GPU host.
-@shared_task(bind=True, max_retries=MAX_RETRIES, acks_late=False)
+@shared_task(bind=True, acks_late=False)
 def run_capture(self, capture_id: int) -> str:
     if not Capture.objects.filter(pk=capture_id).exists():
         log.warning("capture %s is gone; nothing to do", capture_id)
@@ -30,10 +29,12 @@ def run_capture(self, capture_id: int) -> str:
     try:
         return pipeline.capture_execute(capture_id=capture_id)
     except remote.RemoteError as exc:
-        if self.request.retries >= MAX_RETRIES:
+        if self.request.retries >= settings.FLAMEDECK_CAPTURE_RETRIES:
             services.capture_mark_failed(capture_id=capture_id, cause=exc.cause, message=exc.message)
             return Capture.Status.FAILED
-        raise self.retry(exc=exc, countdown=backoff_s(self.request.retries)) from exc
+        raise self.retry(
+            exc=exc, countdown=backoff_s(self.request.retries), max_retries=None
+        ) from exc
     except SoftTimeLimitExceeded:
         services.capture_mark_failed(
             capture_id=capture_id, cause="time_limit",

@@ -101,7 +101,8 @@ class Run(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # Scheduled captures: every N minutes while the run is marked running (0 = off).
+    # Scheduled captures: a group capture every N minutes while the run is running
+    # (0 = off). Only the newest `schedule_keep` scheduled captures stay.
     schedule_every_min = models.PositiveIntegerField(default=0)
     schedule_keep = models.PositiveIntegerField(default=50)
     schedule_last_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -141,7 +141,7 @@ def newcombe_interval(
 
 
 def change_verdict(before: tuple[int, int], after: tuple[int, int]) -> Verdict:
-    """"real change" when the difference interval excludes 0, else "within noise"."""
+    """ "real change" when the difference interval excludes 0, else "within noise"."""
     if before[1] <= 0 or after[1] <= 0:
         return NOT_MEASURED
     low, high = newcombe_interval(before, after)
@@ -233,7 +233,9 @@ def compare_frames(
     totals = (int(before.get("total_samples") or 0), int(after.get("total_samples") or 0))
     by_frame = [_rows_by(rows, "frame") for rows in lists]
     floors = [min((int(r["samples"]) for r in rows), default=0) for rows in lists]
-    names = [str(r["frame"]) for r in lists[1][:limit]] + [str(r["frame"]) for r in lists[0][:limit]]
+    names = [str(r["frame"]) for r in lists[1][:limit]] + [
+        str(r["frame"]) for r in lists[0][:limit]
+    ]
     rows = [_frame_row(n, by_frame, floors, totals) for n in dict.fromkeys(names)]
     return sorted(rows, key=lambda r: (-abs(r["delta_points"]), r["frame"]))
 

@@ -92,6 +92,8 @@ def wrap(target: Target, argv: list[str]) -> list[str]:
 def _script_head(target: Target) -> str:
     return (
         f"printf '%s\\n' {READY} >&2\n"
+        # A worker's RUST_BACKTRACE would bury py-spy's one-line error under a backtrace.
+        "RUST_BACKTRACE=0; export RUST_BACKTRACE\n"
         f"PYSPY={shlex.quote(target.py_spy)}\n"
         'if ! command -v "$PYSPY" >/dev/null 2>&1; then\n'
         f"  printf '%s: %s\\n' {shlex.quote(PYSPY_MISSING)} \"$PYSPY\" >&2\n"
@@ -130,8 +132,9 @@ spy=$!
 (
   while read -r _ <&3; do :; done
   kill -INT "$spy"
-  sleep @KILL_AFTER@ 3<&-
-  kill -KILL "$spy"
+  n=0
+  while [ "$n" -lt @KILL_AFTER@ ] && kill -0 "$spy"; do sleep 1 3<&-; n=$((n + 1)); done
+  [ "$n" -lt @KILL_AFTER@ ] || kill -KILL "$spy"
 ) >/dev/null 2>&1 &
 watch=$!
 exec 3<&-

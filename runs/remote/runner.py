@@ -50,9 +50,14 @@ def _deliver(lines: queue.Queue | None, on_line: Callable | None, wait_s: float)
             item = lines.get_nowait()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
+def _kill_group(proc: subprocess.Popen, term_wait_s: float = 1.0) -> None:
+    # SIGTERM first so the record script's traps can still remove its temp dir.
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=term_wait_s)
+            return
     with contextlib.suppress(OSError):
         proc.kill()
 

@@ -123,7 +123,9 @@ def test_a_frame_that_left_the_top_list_gets_a_bound_not_a_made_up_zero():
 def test_a_bound_that_does_not_fix_the_direction_is_within_noise():
     before = stats(1000, top_self=[("small", 5), ("f", 200)])
     after = stats(1000, top_self=[("f", 200), ("g", 100)])
-    row = next(r for r in compare.compare_frames(before, after, "top_self") if r["frame"] == "small")
+    row = next(
+        r for r in compare.compare_frames(before, after, "top_self") if r["frame"] == "small"
+    )
     assert row["delta_bound"] == "at most" and row["delta_points"] > 0
     assert row["verdict"] == "within noise"
 
@@ -196,7 +198,9 @@ def test_a_stack_deeper_than_the_recursion_limit_is_diffed():
 
 
 def test_the_diff_does_not_depend_on_child_order():
-    shuffled = tree("all", 200, tree("main", 200, *random.sample(AFTER["children"][0]["children"], 3)))
+    shuffled = tree(
+        "all", 200, tree("main", 200, *random.sample(AFTER["children"][0]["children"], 3))
+    )
     a = compare.diff_flamegraph(AFTER, BEFORE)
     b = compare.diff_flamegraph(shuffled, BEFORE)
     assert names(names(a)["main"]) == names(names(b)["main"])

@@ -13,6 +13,7 @@ ANALYZE_CASES = [
     "nolineno.txt",
     "subprocesses.txt",
     "multiline_cmdline.txt",
+    "multiline_cmdline_parent.txt",
     "speedscope.json",
     "lag_duration.txt",
     "corpus_vscode_example.txt",

@@ -1,0 +1,269 @@
+// Capture page: live progress, the interactive flamegraph, stats tables, the lag
+// chart, pinned comments, and the view's state (threads, search, zoomed frame) in
+// the URL so a pasted link opens the same view. Untrusted frame names only ever
+// reach the page through textContent.
+(function () {
+  "use strict";
+  const fd = window.flamedeck;
+  const data = JSON.parse(document.getElementById("capture-data").textContent);
+  const $ = (id) => document.getElementById(id);
+  const fmt = (n) => Number(n ?? 0).toLocaleString("en-US");
+  const params = new URLSearchParams(location.search);
+  const state = {
+    threads: (params.get("thread") || "").split(",").filter(Boolean),
+    search: params.get("search") || "",
+    focus: parseFocus(params.get("focus")),
+    icicle: params.get("view") === "icicle",
+  };
+  let view = null;
+
+  function parseFocus(text) {
+    try { const path = JSON.parse(text || "null"); return Array.isArray(path) ? path.map(String) : null; }
+    catch (err) { return null; }
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v;
+      else if (k === "style") node.style.cssText = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v);
+    }
+    children.forEach((c) => c !== null && c !== undefined && node.append(c));
+    return node;
+  }
+
+  // --- state in the URL ----------------------------------------------------------
+  function writeState() {
+    const next = new URLSearchParams(location.search);
+    const set = (k, v) => (v ? next.set(k, v) : next.delete(k));
+    set("thread", state.threads.join(","));
+    set("search", state.search);
+    set("focus", state.focus && state.focus.length ? JSON.stringify(state.focus) : "");
+    set("view", state.icicle ? "icicle" : "");
+    const query = next.toString();
+    history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
+    document.querySelectorAll(".keep-state").forEach((input) => { input.value = location.pathname + (query ? "?" + query : ""); });
+  }
+
+  // --- tables ----------------------------------------------------------------------
+  const frameCell = (name) => el("td", { class: "frame" }, el("button", { type: "button", class: "frame-link", "data-frame": name, title: "Focus in the flamegraph" }, name));
+  const pctCell = (p) => el("td", { class: "num" }, `${Number(p ?? 0).toFixed(1)}%`);
+  const barCell = (p, cls) => el("td", { class: "barcell" }, el("div", { class: `bar ${cls || ""}`, style: `width:${Math.min(100, Math.max(0, p || 0))}%` }));
+
+  function table(headers, rows, empty) {
+    if (!rows.length) return el("p", { class: "muted" }, empty);
+    return el("table", { class: "dense" },
+      el("thead", {}, el("tr", {}, ...headers.map(([h, cls]) => el("th", { class: cls || "" }, h)))),
+      el("tbody", {}, ...rows));
+  }
+
+  function frameTable(list, empty) {
+    return table([["Frame"], ["", ""], ["Samples", "num"], ["Share", "num"]],
+      (list || []).map((f) => el("tr", {}, frameCell(f.frame), barCell(f.percent), el("td", { class: "num" }, fmt(f.samples)), pctCell(f.percent))), empty);
+  }
+
+  function renderTables(stats) {
+    const slug = (s) => String(s).toLowerCase().replace(/[^a-z0-9]+/g, "-");
+    $("categories").replaceChildren(table([["Category"], [""], ["Samples", "num"], ["Share", "num"]],
+      (stats.categories || []).map((c) => el("tr", {}, el("td", {}, c.category), barCell(c.percent, `cat-${slug(c.category)}`), el("td", { class: "num" }, fmt(c.samples)), pctCell(c.percent))),
+      "No keyword matched."));
+    $("keywords").replaceChildren(table([["Keyword"], ["Category"], [""], ["Samples", "num"], ["Share", "num"]],
+      (stats.keywords || []).filter((k) => k.samples).map((k) => el("tr", {},
+        el("td", { class: "frame" }, el("button", { type: "button", class: "search-link", "data-search": k.keyword, title: "Highlight in the flamegraph" }, k.keyword)),
+        el("td", {}, k.category), barCell(k.percent, `cat-${slug(k.category)}`), el("td", { class: "num" }, fmt(k.samples)), pctCell(k.percent))),
+      "No keyword matched any frame."));
+    $("top-self").replaceChildren(frameTable(stats.top_self, "No samples."));
+    $("top-total").replaceChildren(frameTable(stats.top_total, "No samples."));
+    $("uncovered").replaceChildren(frameTable(stats.uncovered_native, "Every hot native frame is covered by a keyword (or the capture has no native frames)."));
+    $("threads").replaceChildren(table([["Thread"], ["TID", "num"], [""], ["Samples", "num"], ["Share", "num"]],
+      (stats.threads || []).map((t) => el("tr", {},
+        el("td", {}, el("button", { type: "button", class: "thread-link", "data-tid": String(t.tid), title: "Show only this thread" }, t.name || "(unnamed)")),
+        el("td", { class: "num mono" }, String(t.tid)), barCell(t.percent), el("td", { class: "num" }, fmt(t.samples)), pctCell(t.percent))),
+      "No thread frames (captured without --threads)."));
+  }
+
+  // --- flamegraph ------------------------------------------------------------------
+  function showFocus(path) {
+    const box = $("fg-focus");
+    const pin = $("pin-label");
+    if (!path || !path.length) { box.textContent = ""; if (pin) pin.hidden = true; return; }
+    box.textContent = "zoomed: " + path[path.length - 1];
+    if (pin) { pin.hidden = false; $("pin-frame-name").textContent = path[path.length - 1]; syncPin(); }
+  }
+
+  function syncPin() {
+    const checked = $("pin-frame") && $("pin-frame").checked;
+    $("comment-frame").value = checked && state.focus ? state.focus[state.focus.length - 1] : "";
+  }
+
+  function showSearch(result) {
+    $("fg-search-info").textContent = result
+      ? `${fmt(result.matches)} frame${result.matches === 1 ? "" : "s"} match · ${fmt(result.samples)} samples · ${result.percent.toFixed(2)}% of all`
+      : "";
+  }
+
+  async function loadFlamegraph() {
+    const box = $("flamegraph");
+    if (!box) return;
+    if (!data.hasFlamegraph) { box.replaceChildren(el("p", { class: "muted" }, "This capture has no flamegraph.")); return; }
+    const query = new URLSearchParams({ max_nodes: "8000" });
+    if (state.threads.length) query.set("thread", state.threads.join(","));
+    let tree;
+    try { tree = await fd.fetchJson(`/api/captures/${data.id}/flamegraph/?${query}`); }
+    catch (err) { box.replaceChildren(el("p", { class: "error" }, `Could not load the flamegraph: ${err.message}`)); return; }
+    view = view || new fd.FlameView(box, {
+      inverted: state.icicle, onSearch: showSearch,
+      onZoom: (path) => { state.focus = path; showFocus(path); writeState(); },
+    });
+    view.render(tree);
+    box.dataset.ready = "1";
+    if (state.focus && view.focusPath(state.focus)) showFocus(state.focus);
+    if (state.search) { $("fg-search").value = state.search; showSearch(view.search(state.search)); }
+  }
+
+  function focusFrame(name) {
+    if (!view) return;
+    const node = view.focusFrame(name);
+    state.search = name;
+    $("fg-search").value = name;
+    showSearch(view.search(name));
+    if (!node) $("fg-search-info").textContent += " (not in the current flamegraph view)";
+    writeState();
+    $("flame").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  function wireToolbar() {
+    let timer = null;
+    $("fg-search").addEventListener("input", (e) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => { state.search = e.target.value.trim(); showSearch(view && view.search(state.search)); writeState(); }, 150);
+    });
+    $("fg-reset").addEventListener("click", () => { if (view) view.reset(); state.focus = null; showFocus(null); writeState(); });
+    const orient = (icicle) => {
+      state.icicle = icicle;
+      $("fg-flame").setAttribute("aria-pressed", String(!icicle));
+      $("fg-icicle").setAttribute("aria-pressed", String(icicle));
+      if (view) view.setInverted(icicle);
+      writeState();
+    };
+    $("fg-flame").addEventListener("click", () => orient(false));
+    $("fg-icicle").addEventListener("click", () => orient(true));
+    orient(state.icicle);
+    $("fg-copy").addEventListener("click", async () => {
+      try { await navigator.clipboard.writeText(location.href); $("fg-copy").textContent = "Copied"; }
+      catch (err) { prompt("Copy this link", location.href); }
+    });
+    let resize = null;
+    window.addEventListener("resize", () => { clearTimeout(resize); resize = setTimeout(() => view && view.resize(), 200); });
+  }
+
+  // --- thread filter ---------------------------------------------------------------
+  function renderThreadPicker(threads) {
+    const box = $("thread-options");
+    if (!threads || !threads.length) { $("thread-pick").hidden = true; return; }
+    box.replaceChildren(...threads.map((t) => el("label", {},
+      el("input", { type: "checkbox", value: String(t.tid), checked: state.threads.includes(String(t.tid)) }),
+      ` ${t.name || "(unnamed)"} `, el("span", { class: "muted" }, `${String(t.tid)} · ${Number(t.percent).toFixed(1)}%`))));
+    box.append(el("button", { type: "button", class: "linklike", onclick: () => setThreads([]) }, "all threads"));
+    box.addEventListener("change", () => setThreads([...box.querySelectorAll("input:checked")].map((i) => i.value)));
+    updateThreadSummary();
+  }
+
+  function updateThreadSummary() {
+    $("thread-summary").textContent = state.threads.length ? `${state.threads.length} selected` : "all";
+    $("thread-options").querySelectorAll("input").forEach((i) => { i.checked = state.threads.includes(i.value); });
+  }
+
+  async function setThreads(tids) {
+    state.threads = tids;
+    state.focus = null;
+    updateThreadSummary();
+    writeState();
+    await Promise.all([loadFlamegraph(), loadStats()]);
+  }
+
+  async function loadStats() {
+    if (!state.threads.length) { renderTables(data.stats); return; }
+    try {
+      const capture = await fd.fetchJson(`/api/captures/${data.id}/?thread=${encodeURIComponent(state.threads.join(","))}`);
+      if (capture.stats) renderTables(capture.stats);
+    } catch (err) { $("categories").prepend(el("p", { class: "error" }, `Could not filter the stats: ${err.message}`)); }
+  }
+
+  // --- lag chart -------------------------------------------------------------------
+  function drawLagChart(lag) {
+    const box = $("lag-chart");
+    const series = (lag && lag.series) || [];
+    if (!box || !series.length || !window.d3) return;
+    const w = 320, h = 130, m = { t: 10, r: 10, b: 26, l: 40 };
+    const xs = series.map((p, i) => (p.approx_s ?? i));
+    const x = d3.scaleLinear().domain([0, d3.max(xs) || 1]).range([m.l, w - m.r]);
+    const y = d3.scaleLinear().domain([0, d3.max(series, (p) => p.behind_s) || 1]).nice().range([h - m.b, m.t]);
+    const svg = d3.select(box).append("svg").attr("viewBox", `0 0 ${w} ${h}`).attr("width", w).attr("height", h);
+    svg.append("g").attr("transform", `translate(0,${h - m.b})`).call(d3.axisBottom(x).ticks(5).tickFormat((d) => `${d}s`));
+    svg.append("g").attr("transform", `translate(${m.l},0)`).call(d3.axisLeft(y).ticks(4).tickFormat((d) => `${d}s`));
+    svg.append("path").datum(series).attr("class", "lagline")
+      .attr("d", d3.line().x((p, i) => x(xs[i])).y((p) => y(p.behind_s)));
+    svg.selectAll("circle").data(series).join("circle").attr("r", 2.5).attr("class", "lagdot")
+      .attr("cx", (p, i) => x(xs[i])).attr("cy", (p) => y(p.behind_s))
+      .append("title").text((p) => `${p.behind_s} s behind at ~${p.approx_s ?? "?"} s`);
+    svg.append("text").attr("x", m.l).attr("y", h - 2).attr("class", "axislabel").text("seconds behind, over the capture");
+  }
+
+  // --- live progress and actions ---------------------------------------------------
+  async function pollLive() {
+    let capture;
+    try { capture = await fd.fetchJson(`/api/captures/${data.id}/`); }
+    catch (err) { setTimeout(pollLive, 3000); return; }
+    const p = capture.progress || {};
+    $("status-badge").textContent = capture.status;
+    $("status-badge").className = `badge status-${capture.status}`;
+    if (["done", "failed", "cancelled"].includes(capture.status)) { location.reload(); return; }
+    $("live-fill").style.width = `${p.duration_s ? Math.min(100, (100 * p.elapsed_s) / p.duration_s) : 2}%`;
+    $("live-fill").classList.toggle("behind", (p.behind_s || 0) >= 1);
+    $("live-line").textContent = capture.status === "running" && p.duration_s
+      ? `${p.elapsed_s} / ${p.duration_s} s · ≈ ${fmt(p.expected_samples)} samples so far · ${p.behind_s ? p.behind_s + " s behind" : "keeping up"}`
+      : capture.status === "parsing" ? "analysing samples…" : "queued, waiting for a worker…";
+    setTimeout(pollLive, 1000);
+  }
+
+  function wireActions() {
+    document.addEventListener("click", (e) => {
+      const frame = e.target.closest(".frame-link");
+      if (frame) { focusFrame(frame.dataset.frame); return; }
+      const search = e.target.closest(".search-link");
+      if (search && view) { state.search = search.dataset.search; $("fg-search").value = state.search; showSearch(view.search(state.search)); writeState(); $("flame").scrollIntoView({ behavior: "smooth" }); return; }
+      const thread = e.target.closest(".thread-link");
+      if (thread) setThreads([thread.dataset.tid]);
+    });
+    if ($("pin-frame")) $("pin-frame").addEventListener("change", syncPin);
+    if ($("cancel-capture")) $("cancel-capture").addEventListener("click", async (e) => {
+      e.target.disabled = true;
+      try { await fd.fetchJson(`/api/captures/${data.id}/cancel/`, { method: "POST" }); $("live-line").textContent = "cancelling: py-spy stops and keeps its samples…"; }
+      catch (err) { $("live-line").textContent = `cancel refused: ${err.message}`; }
+    });
+    if ($("recapture")) $("recapture").addEventListener("click", async (e) => {
+      e.target.disabled = true;
+      const settings = Object.assign({ kind: "record" }, data.settings, { rate: parseInt(e.target.dataset.rate, 10) });
+      try {
+        const created = await fd.launcher.launch({ host: data.host, pid: data.pid, process: data.process }, settings);
+        location.href = `/captures/${created.id}/`;
+      } catch (err) { e.target.disabled = false; alert(`Could not start the capture: ${err.message}`); }
+    });
+  }
+
+  wireActions();
+  writeState();
+  if (data.stats) {
+    drawLagChart(data.stats.lag);
+    if ($("flamegraph")) {
+      wireToolbar();
+      renderThreadPicker(data.stats.threads);
+      loadStats();
+      loadFlamegraph();
+    }
+  }
+  if (!data.final) pollLive();
+})();

@@ -1,0 +1,129 @@
+// A d3-flame-graph wrapper: click to zoom, substring search with the matches' share,
+// reset, flame/icicle, focus by frame name or root-to-frame path, and a tooltip
+// built with textContent (frame names are untrusted: they come from the profiled
+// program). d3-flame-graph's own labels use .text(); its default tooltip can use
+// innerHTML, so it is replaced here.
+(function () {
+  "use strict";
+  const fmt = (n) => Number(n).toLocaleString("en-US");
+  const pct = (part, whole) => (whole ? (100 * part) / whole : 0);
+
+  function safeTooltip() {
+    let box = null;
+    function tip() {
+      box = document.createElement("div");
+      box.className = "fg-tip";
+      box.setAttribute("role", "tooltip");
+      box.hidden = true;
+      document.body.append(box);
+    }
+    tip.show = function (event, d) {
+      const root = d.ancestors().pop();
+      const total = root.originalValue || root.value || 1;
+      const value = d.data.value;
+      const frame = document.createElement("div");
+      frame.className = "fg-tip-frame";
+      frame.textContent = d.data.name;
+      const figures = document.createElement("div");
+      figures.className = "fg-tip-figures";
+      const parent = d.parent ? d.parent.data.value : value;
+      figures.textContent = `${fmt(value)} samples · ${pct(value, total).toFixed(2)}% of all · ${pct(value, parent).toFixed(1)}% of caller`;
+      box.replaceChildren(frame, figures);
+      box.hidden = false;
+      const left = Math.min(event.pageX + 12, window.scrollX + window.innerWidth - box.offsetWidth - 8);
+      box.style.left = `${Math.max(4, left)}px`;
+      box.style.top = `${event.pageY + 14}px`;
+      return tip;
+    };
+    tip.hide = function () { if (box) box.hidden = true; return tip; };
+    tip.destroy = function () { if (box) box.remove(); };
+    return tip;
+  }
+
+  function pathOf(node) {
+    return node.ancestors().reverse().slice(1).map((n) => n.data.name);
+  }
+
+  function FlameView(container, options = {}) {
+    this.container = container;
+    this.options = options;
+    this.chart = null;
+    this.inverted = !!options.inverted;
+    this.zoomed = null;
+  }
+
+  FlameView.prototype.render = function (tree) {
+    if (this.chart) this.chart.destroy();
+    this.container.replaceChildren();
+    const self = this;
+    const chart = flamegraph.default()
+      .width(Math.max(320, this.container.clientWidth))
+      .cellHeight(18)
+      .transitionDuration(250)
+      .minFrameSize(1)
+      .inverted(this.inverted)
+      .selfValue(false)
+      .tooltip(safeTooltip())
+      .setSearchMatch((d, term) => !!term && typeof d.data.name === "string" &&
+        d.data.name.toLowerCase().includes(term.toLowerCase()))
+      .setSearchHandler((results, sum, total) => {
+        self.lastSearch = { matches: results.length, samples: sum, percent: pct(sum, total) };
+        if (self.options.onSearch) self.options.onSearch(self.lastSearch);
+      })
+      .setDetailsHandler(() => {})
+      .onClick((d) => {
+        self.zoomed = d.depth ? d : null;
+        if (self.options.onZoom) self.options.onZoom(self.zoomed ? pathOf(self.zoomed) : null, self.zoomed);
+      });
+    this.chart = chart;
+    d3.select(this.container).datum(tree).call(chart);
+    this.root = d3.select(this.container).datum();
+  };
+
+  FlameView.prototype.search = function (term) {
+    if (!this.chart) return null;
+    if (!term) { this.chart.clear(); this.lastSearch = null; if (this.options.onSearch) this.options.onSearch(null); return null; }
+    this.chart.search(term);
+    return this.lastSearch;
+  };
+
+  FlameView.prototype.reset = function () {
+    if (this.chart) this.chart.resetZoom();
+  };
+
+  FlameView.prototype.setInverted = function (inverted) {
+    this.inverted = inverted;
+    if (this.chart) this.chart.inverted(inverted).update();
+  };
+
+  FlameView.prototype.resize = function () {
+    if (this.chart) this.chart.width(Math.max(320, this.container.clientWidth)).update();
+  };
+
+  FlameView.prototype.zoomTo = function (node) {
+    if (node) this.chart.zoomTo(node);
+    return node;
+  };
+
+  // The node at a root-to-frame path of names (as kept in the URL), or null.
+  FlameView.prototype.focusPath = function (path) {
+    let node = this.root;
+    for (const name of path || []) {
+      node = (node.children || []).find((c) => c.data.name === name);
+      if (!node) return null;
+    }
+    return node === this.root ? null : this.zoomTo(node);
+  };
+
+  // The heaviest node with exactly this frame name (tables list frames, not paths).
+  FlameView.prototype.focusFrame = function (name) {
+    let best = null;
+    this.root.each((n) => {
+      if (n.data.name === name && (!best || n.data.value > best.data.value)) best = n;
+    });
+    return this.zoomTo(best);
+  };
+
+  FlameView.pathOf = pathOf;
+  window.flamedeck.FlameView = FlameView;
+})();

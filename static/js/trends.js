@@ -1,0 +1,113 @@
+// Share trends: draws every `.trend-chart[data-trend-url]` on the page from its JSON
+// ({series: [{name, points: [{at, percent, low, high, url, label, lag, scheduled}]}]}).
+// Lines per series, a 95% band, points that link to their capture: a diamond for a
+// scheduled capture, a red ring when the sampler lagged. Text goes in via .text() only.
+(function () {
+  "use strict";
+  const HEIGHT = 300;
+  const MARGIN = { top: 12, right: 16, bottom: 34, left: 48 };
+
+  function isLagging(point) {
+    return Boolean(point.lag) && point.lag !== "ok";
+  }
+
+  function describe(series, point) {
+    const lines = [
+      point.label,
+      series.name + ": " + point.percent.toFixed(2) + "% [" + point.low.toFixed(1) + ", " + point.high.toFixed(1) + "]",
+      new Date(point.at).toLocaleString(),
+    ];
+    if (point.scheduled) lines.push("scheduled capture");
+    if (isLagging(point)) lines.push("sampler lag: " + point.lag + " (share biased)");
+    return lines.join("\n");
+  }
+
+  function scales(series, width) {
+    const points = series.flatMap((s) => s.points);
+    const times = d3.extent(points, (p) => new Date(p.at));
+    if (+times[0] === +times[1]) {
+      times[0] = new Date(+times[0] - 3600e3);
+      times[1] = new Date(+times[1] + 3600e3);
+    }
+    const top = Math.max(1, d3.max(points, (p) => p.high) * 1.08);
+    return {
+      x: d3.scaleTime().domain(times).range([MARGIN.left, width - MARGIN.right]),
+      y: d3.scaleLinear().domain([0, Math.min(100, top)]).nice().range([HEIGHT - MARGIN.bottom, MARGIN.top]),
+      colour: d3.scaleOrdinal(d3.schemeTableau10).domain(series.map((s) => s.name)),
+    };
+  }
+
+  function drawAxes(svg, s, xLabel) {
+    svg.append("g").attr("class", "axis x").attr("transform", "translate(0," + (HEIGHT - MARGIN.bottom) + ")")
+      .call(d3.axisBottom(s.x).ticks(6));
+    svg.append("g").attr("class", "axis y").attr("transform", "translate(" + MARGIN.left + ",0)")
+      .call(d3.axisLeft(s.y).ticks(5).tickFormat((v) => v + "%"));
+    svg.append("text").attr("class", "axis-label").attr("x", MARGIN.left).attr("y", HEIGHT - 2).text(xLabel);
+  }
+
+  function drawSeries(svg, series, s) {
+    const at = (p) => s.x(new Date(p.at));
+    const band = d3.area().x(at).y0((p) => s.y(p.low)).y1((p) => s.y(p.high));
+    const line = d3.line().x(at).y((p) => s.y(p.percent));
+    const groups = svg.selectAll("g.series").data(series).join("g")
+      .attr("class", "series").attr("data-series", (d) => d.name);
+    groups.append("path").attr("class", "band").attr("fill", (d) => s.colour(d.name)).attr("d", (d) => band(d.points));
+    groups.append("path").attr("class", "line").attr("stroke", (d) => s.colour(d.name)).attr("d", (d) => line(d.points));
+    const symbol = d3.symbol().size(60).type((p) => (p.scheduled ? d3.symbolDiamond : d3.symbolCircle));
+    const links = groups.selectAll("a.point").data((d) => d.points.map((p) => ({ series: d, point: p }))).join("a")
+      .attr("class", (d) => "point" + (isLagging(d.point) ? " lagging" : "") + (d.point.scheduled ? " scheduled" : ""))
+      .attr("href", (d) => d.point.url)
+      .attr("data-capture", (d) => d.point.capture);
+    links.append("path")
+      .attr("transform", (d) => "translate(" + at(d.point) + "," + s.y(d.point.percent) + ")")
+      .attr("d", (d) => symbol(d.point)).attr("fill", (d) => s.colour(d.series.name));
+    links.append("title").text((d) => describe(d.series, d.point));
+  }
+
+  function drawLegend(container, series, s) {
+    const legend = document.createElement("div");
+    legend.className = "trend-legend";
+    for (const item of series) {
+      const entry = document.createElement("span");
+      const swatch = document.createElement("i");
+      swatch.style.background = s.colour(item.name);
+      entry.append(swatch, document.createTextNode(item.name));
+      legend.append(entry);
+    }
+    const key = document.createElement("span");
+    key.className = "trend-key";
+    key.textContent = "● manual capture  ◆ scheduled capture  ◯ red ring: sampler lagged";
+    legend.append(key);
+    container.append(legend);
+  }
+
+  function draw(container, data) {
+    container.textContent = "";
+    const series = (data.series || []).filter((s) => s.points.length);
+    if (!series.length) {
+      container.textContent = "No finished captures with samples yet.";
+      container.dataset.state = "empty";
+      return;
+    }
+    const width = Math.max(container.clientWidth, 360);
+    const s = scales(series, width);
+    const svg = d3.select(container).append("svg").attr("width", width).attr("height", HEIGHT)
+      .attr("class", "trend-svg").attr("role", "img");
+    drawAxes(svg, s, container.dataset.xLabel || "");
+    drawSeries(svg, series, s);
+    drawLegend(container, series, s);
+    container.dataset.state = "ready";
+  }
+
+  async function load(container) {
+    container.dataset.state = "loading";
+    try {
+      draw(container, await flamedeck.fetchJson(container.dataset.trendUrl));
+    } catch (error) {
+      container.dataset.state = "error";
+      container.textContent = "Could not load the trend: " + error.message;
+    }
+  }
+
+  document.querySelectorAll(".trend-chart[data-trend-url]").forEach(load);
+})();

@@ -1,0 +1,107 @@
+"""Properties on arbitrary input: only ProfileError, shares <= 100, trees well formed,
+and every count equal to a brute-force once-per-sample oracle."""
+
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from profiles.pyspy import (
+    AnalysisOptions,
+    Keyword,
+    ProfileError,
+    analyze,
+    parse_profile_text,
+    parse_raw_lines,
+    read_profile,
+)
+
+from .test_flamegraph import assert_well_formed
+
+KEYWORDS = (Keyword("cu", "gpu"), Keyword("Sync", "gpu"), Keyword("x", "other"))
+FRAMES = ["a", "b (x.py:1)", "cuSync (libcuda.so)", "cudaSync (libcudart.so)", "x", "thread (7): w"]
+OPTIONS = AnalysisOptions(keywords=KEYWORDS, max_nodes=12)
+
+
+def check_invariants(stats):
+    whole = stats["total_samples"]
+    for key in ("threads", "top_self", "top_total", "keywords", "categories", "uncovered_native"):
+        for row in stats[key]:
+            assert 0 <= row["percent"] <= 100
+            assert 0 <= row["samples"] <= whole
+    assert stats["flamegraph"]["value"] == whole
+    assert_well_formed(stats["flamegraph"], OPTIONS.max_nodes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_arbitrary_text_parses_or_raises_profile_error(text):
+    try:
+        profile = parse_profile_text(text)
+    except ProfileError as exc:
+        assert "\n" not in str(exc)
+        return
+    check_invariants(analyze(profile, OPTIONS))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab;; \r#1.-\n\"process:thread()7", max_size=30), max_size=20))
+def test_arbitrary_raw_lines_never_break_the_invariants(lines):
+    check_invariants(analyze(parse_raw_lines(lines), OPTIONS))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=400))
+def test_arbitrary_bytes_read_or_raise_profile_error(data):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "input"
+        path.write_bytes(data)
+        try:
+            profile = read_profile(path)
+        except ProfileError:
+            return
+        check_invariants(analyze(profile, OPTIONS))
+
+
+stacks = st.lists(
+    st.tuples(st.lists(st.sampled_from(FRAMES), min_size=1, max_size=8), st.integers(0, 50)),
+    max_size=12,
+)
+
+
+def oracle(records):
+    """Brute force: per line, a set of what the stack contains, times its count."""
+    total, frames, keywords, categories = 0, Counter(), Counter(), Counter()
+    for stack, count in records:
+        total += count
+        real = [f for f in stack if not f.startswith("thread (")]
+        for frame in set(real):
+            frames[frame] += count
+        hits = {kw for kw in KEYWORDS if any(kw.keyword in f for f in real)}
+        for kw in hits:
+            keywords[kw.keyword] += count
+        for category in {kw.category for kw in hits}:
+            categories[category] += count
+    return total, frames, keywords, categories
+
+
+@settings(max_examples=300, deadline=None)
+@given(stacks)
+def test_every_count_equals_the_once_per_sample_oracle(records):
+    lines = [";".join(stack) + f" {count}" for stack, count in records]
+    stats = analyze(parse_raw_lines(lines), OPTIONS)
+    total, frames, keywords, categories = oracle(records)
+    assert stats["total_samples"] == total
+    assert {r["frame"]: r["samples"] for r in stats["top_total"]} == {
+        f: c for f, c in frames.items() if c
+    }
+    assert {r["keyword"]: r["samples"] for r in stats["keywords"]} == {
+        kw.keyword: keywords[kw.keyword] for kw in KEYWORDS
+    }
+    assert {r["category"]: r["samples"] for r in stats["categories"]} == {
+        "gpu": categories["gpu"],
+        "other": categories["other"],
+    }
+    check_invariants(stats)
