@@ -17,7 +17,7 @@ from .flamegraph import trie_flamegraph
 from .keywords import GPU_KEYWORDS, Keyword
 from .lag import analyze_lag
 from .frames import parse_process
-from .profile import Profile, inclusive
+from .profile import Profile, inclusive_and_sizes
 from .types import CategoryStat, FrameStat, KeywordStat, Stats, ThreadStat
 
 
@@ -43,6 +43,7 @@ class _View:
 
     own: list[int]
     total: list[int]
+    sizes: list[int]
     grand_total: int
 
 
@@ -53,16 +54,15 @@ def analyze(
     options = options or AnalysisOptions()
     view = _view(profile, options.threads)
     top_n = max(options.top_n, 30)
-    own_by_frame = _by_frame(profile, view.own, first_only=False)
-    total_by_frame = _by_frame(profile, view.total, first_only=True)
+    own_by_frame, total_by_frame = _by_frame(profile, view)
     kw_counts, cat_counts = _keyword_counts(profile, view, options.keywords)
     stats: Stats = {
         "format": profile.format,
         "total_samples": view.grand_total,
-        "unique_stacks": sum(1 for c in view.own if c),
+        "unique_stacks": len(view.own) - view.own.count(0),
         "skipped_lines": profile.skipped_lines,
-        "max_depth": _max_depth(profile, view),
-        "threads": _threads(profile, view),
+        "max_depth": max((d for d, c in zip(profile.depth, view.own) if c), default=0),
+        "threads": _threads(profile, total_by_frame, view.grand_total),
         "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
         "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
         "keywords": _keyword_list(options.keywords, kw_counts, view.grand_total),
@@ -70,7 +70,7 @@ def analyze(
         "uncovered_native": _uncovered(profile, own_by_frame, options.keywords, view, top_n),
     }
     if options.include_flamegraph:
-        stats["flamegraph"] = trie_flamegraph(profile, view.total, options.max_nodes)
+        stats["flamegraph"] = trie_flamegraph(profile, view.total, view.sizes, options.max_nodes)
     if log_text is not None:
         stats["lag"] = analyze_lag(log_text)
     return stats
@@ -84,15 +84,15 @@ def percent(part: int, whole: int) -> float:
 def _view(profile: Profile, threads: frozenset[str] | None) -> _View:
     if threads is None:
         total = profile.totals()
-        return _View(profile.self_count, total, total[0])
+        return _View(profile.self_count, total, profile.sizes(), total[0])
     wanted = _matching_thread_frames(profile, threads)
     selected = bytearray(profile.node_count)
     parent, frame = profile.parent, profile.frame
     for i in range(1, profile.node_count):
         selected[i] = selected[parent[i]] or frame[i] in wanted
     own = [c if s else 0 for c, s in zip(profile.self_count, selected, strict=True)]
-    total = inclusive(parent, own)
-    return _View(own, total, total[0])
+    total, sizes = inclusive_and_sizes(parent, own)
+    return _View(own, total, sizes, total[0])
 
 
 def _matching_thread_frames(profile: Profile, threads: frozenset[str]) -> set[int]:
@@ -105,15 +105,17 @@ def _matching_thread_frames(profile: Profile, threads: frozenset[str]) -> set[in
     return found
 
 
-def _by_frame(profile: Profile, values: list[int], first_only: bool) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    frame, first = profile.frame, profile.first_on_path
-    for i in range(1, profile.node_count):
-        value = values[i]
-        if value and (first[i] or not first_only):
-            fid = frame[i]
-            counts[fid] = counts.get(fid, 0) + value
-    return counts
+def _by_frame(profile: Profile, view: _View) -> tuple[list[int], list[int]]:
+    """Per frame id: samples as leaf, and inclusive samples counted once per sample."""
+    own_by, total_by = [0] * len(profile.frames), [0] * len(profile.frames)
+    rows = zip(profile.frame, view.own, view.total, profile.first_on_path, strict=True)
+    next(rows)  # the root has no frame
+    for fid, own, total, first in rows:
+        if own:
+            own_by[fid] += own
+        if first:
+            total_by[fid] += total
+    return own_by, total_by
 
 
 def _frame_mask(profile: Profile, keywords: tuple[Keyword, ...]) -> tuple[list[int], list[int]]:
@@ -134,29 +136,30 @@ def _frame_mask(profile: Profile, keywords: tuple[Keyword, ...]) -> tuple[list[i
 def _keyword_counts(
     profile: Profile, view: _View, keywords: tuple[Keyword, ...]
 ) -> tuple[list[int], list[int]]:
-    kw_counts, cat_counts = [0] * len(keywords), [0] * len(_categories(keywords))
-    if not keywords:
-        return kw_counts, cat_counts
-    kw_masks, cat_masks = _frame_mask(profile, keywords)
-    _count_masks(profile, view.total, kw_masks, kw_counts)
-    _count_masks(profile, view.total, cat_masks, cat_counts)
-    return kw_counts, cat_counts
+    n_kw = len(keywords)
+    counts = [0] * (n_kw + len(_categories(keywords)))
+    if keywords:
+        kw_masks, cat_masks = _frame_mask(profile, keywords)
+        masks = [k | c << n_kw for k, c in zip(kw_masks, cat_masks, strict=True)]
+        _count_masks(profile, view.total, masks, counts)
+    return counts[:n_kw], counts[n_kw:]
 
 
 def _count_masks(profile: Profile, total: list[int], masks: list[int], counts: list[int]) -> None:
     """Add each node's inclusive value to the bits its frame sets first on the path."""
-    parent, frame = profile.parent, profile.frame
     on_path = [0] * profile.node_count
-    for i in range(1, profile.node_count):
-        above = on_path[parent[i]]
-        mine = masks[frame[i]]
+    rows = zip(profile.parent, profile.frame, total, strict=True)
+    next(rows)
+    for i, (parent, fid, value) in enumerate(rows, 1):
+        above = on_path[parent]
+        mine = masks[fid]
         if not mine:
             on_path[i] = above
             continue
         on_path[i] = above | mine
         fresh = mine & ~above
-        if fresh and total[i]:
-            _add_bits(fresh, total[i], counts)
+        if fresh and value:
+            _add_bits(fresh, value, counts)
 
 
 def _add_bits(bits: int, value: int, counts: list[int]) -> None:
@@ -172,24 +175,12 @@ def _categories(keywords: tuple[Keyword, ...]) -> list[str]:
     return list(dict.fromkeys(kw.category for kw in keywords))
 
 
-def _max_depth(profile: Profile, view: _View) -> int:
-    depth = profile.depth
-    return max((depth[i] for i, c in enumerate(view.own) if c), default=0)
-
-
-def _threads(profile: Profile, view: _View) -> list[ThreadStat]:
-    info = profile.frame_info().thread
-    found: dict[int, int] = {}
-    pids: dict[int, int | None] = {}
-    frame, first, parent = profile.frame, profile.first_on_path, profile.parent
-    for i in range(1, profile.node_count):
-        if frame[i] in info and first[i] and view.total[i]:
-            found[frame[i]] = found.get(frame[i], 0) + view.total[i]
-            pids.setdefault(frame[i], _pid_of(profile, parent[i]))
+def _threads(profile: Profile, total_by: list[int], whole: int) -> list[ThreadStat]:
     out: list[ThreadStat] = []
-    for fid, samples in found.items():
-        tid, name, _ = info[fid]
-        out.append(_thread_stat(tid, name, pids[fid], samples, view.grand_total))
+    for fid, (tid, name, _) in profile.frame_info().thread.items():
+        if total_by[fid]:
+            pid = _pid_of(profile, profile.parent[profile.frame.index(fid)])
+            out.append(_thread_stat(tid, name, pid, total_by[fid], whole))
     out.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
     return out
 
@@ -206,9 +197,9 @@ def _pid_of(profile: Profile, node: int) -> int | None:
     return parsed[0] if parsed else None
 
 
-def _frame_list(profile: Profile, counts: dict[int, int], whole: int, top_n: int) -> list[FrameStat]:
+def _frame_list(profile: Profile, counts: list[int], whole: int, top_n: int) -> list[FrameStat]:
     synthetic = profile.frame_info().synthetic
-    rows = [(c, profile.frames[f]) for f, c in counts.items() if not synthetic[f]]
+    rows = [(c, profile.frames[f]) for f, c in enumerate(counts) if c and not synthetic[f]]
     rows.sort(key=lambda r: (-r[0], r[1]))
     return [{"frame": f, "samples": c, "percent": percent(c, whole)} for c, f in rows[:top_n]]
 
@@ -230,13 +221,12 @@ def _category_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int)
 
 
 def _uncovered(
-    profile: Profile, own: dict[int, int], keywords: tuple[Keyword, ...], view: _View, top_n: int
+    profile: Profile, own: list[int], keywords: tuple[Keyword, ...], view: _View, top_n: int
 ) -> list[FrameStat]:
     native = profile.frame_info().native
     words = [kw.keyword for kw in keywords]
-    counts = {
-        f: c
-        for f, c in own.items()
-        if native[f] and not any(w in profile.frames[f] for w in words)
-    }
+    counts = [
+        c if c and native[f] and not any(w in profile.frames[f] for w in words) else 0
+        for f, c in enumerate(own)
+    ]
     return _frame_list(profile, counts, view.grand_total, top_n)

@@ -16,7 +16,6 @@ _LINE = re.compile(r"(.*):(\d+)\Z", re.S)
 
 def _stacks(profile: Profile) -> Iterator[tuple[list[int], int]]:
     """(frame ids root first, count) for every stack with samples, children by name."""
-    start, kids = profile.children()
     frames, frame = profile.frames, profile.frame
     path: list[int] = []
     todo: list[tuple[int, int]] = [(0, 0)]
@@ -27,7 +26,7 @@ def _stacks(profile: Profile) -> Iterator[tuple[list[int], int]]:
             path.append(frame[node])
         if profile.self_count[node]:
             yield list(path), profile.self_count[node]
-        children = sorted(kids[start[node] : start[node + 1]], key=lambda k: frames[frame[k]])
+        children = sorted(profile.kids(node), key=lambda k: frames[frame[k]])
         todo.extend((k, len(path)) for k in reversed(children))
 
 

@@ -67,9 +67,10 @@ def choose_nodes(
     return set(waiting)
 
 
-def trie_flamegraph(profile: Profile, total: list[int], max_nodes: int) -> FlameNode:
-    """Flamegraph of a Profile with per-node inclusive values `total`."""
-    start, kid_array = profile.children()
+def trie_flamegraph(
+    profile: Profile, total: list[int], sizes: list[int], max_nodes: int
+) -> FlameNode:
+    """Flamegraph of a Profile with per-node inclusive values and subtree sizes."""
     frames, frame = profile.frames, profile.frame
     cache: dict[int, list[int]] = {}
 
@@ -77,13 +78,12 @@ def trie_flamegraph(profile: Profile, total: list[int], max_nodes: int) -> Flame
         # Sorted by name so ties are broken the same whatever the line order was.
         found = cache.get(node)
         if found is None:
-            found = [k for k in kid_array[start[node] : start[node + 1]] if total[k]]
+            found = [k for k in profile.kids(node) if total[k]]
             found.sort(key=lambda k: frames[frame[k]])
             cache[node] = found
         return found
 
     keep = choose_nodes(0, kids, total.__getitem__, max_nodes)
-    sizes = _subtree_sizes(profile.parent, total)
     nodes: dict[int, FlameNode] = {}
     for i in sorted(keep):
         name = ROOT_NAME if i == 0 else profile.frames[profile.frame[i]]
@@ -94,13 +94,6 @@ def trie_flamegraph(profile: Profile, total: list[int], max_nodes: int) -> Flame
         dropped = [k for k in kids(i) if k not in keep]
         _finish(nodes[i], sum(sizes[k] for k in dropped), sum(total[k] for k in dropped))
     return nodes[0]
-
-
-def _subtree_sizes(parent: Sequence[int], total: list[int]) -> list[int]:
-    sizes = [1 if t else 0 for t in total]
-    for i in range(len(sizes) - 1, 0, -1):
-        sizes[parent[i]] += sizes[i]
-    return sizes
 
 
 def _finish(node: FlameNode, dropped_frames: int, dropped_value: int) -> None:

@@ -9,6 +9,7 @@ every later pass run as a flat loop over arrays instead of a recursive walk.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -57,9 +58,16 @@ class Profile:
 
     def totals(self) -> list[int]:
         """Inclusive samples per node (cached)."""
+        return self._totals_and_sizes()[0]
+
+    def sizes(self) -> list[int]:
+        """Nodes per subtree, the node itself included (cached)."""
+        return self._totals_and_sizes()[1]
+
+    def _totals_and_sizes(self) -> tuple[list[int], list[int]]:
         cached = self._cache.get("totals")
         if cached is None:
-            cached = inclusive(self.parent, self.self_count)
+            cached = inclusive_and_sizes(self.parent, self.self_count)
             self._cache["totals"] = cached
         return cached  # type: ignore[return-value]
 
@@ -70,37 +78,34 @@ class Profile:
             self._cache["frame_info"] = cached
         return cached  # type: ignore[return-value]
 
-    def children(self) -> tuple[array, array]:
-        """CSR adjacency: kids of node i are `kids[start[i]:start[i + 1]]` (cached)."""
+    def kids(self, node: int) -> list[int]:
+        """Children of `node` in creation order (index built once, cached)."""
         cached = self._cache.get("children")
         if cached is None:
             cached = _csr(self.parent)
             self._cache["children"] = cached
-        return cached  # type: ignore[return-value]
+        keys, order = cached  # type: ignore[misc]
+        return order[bisect_left(keys, node) : bisect_right(keys, node)]
 
 
-def inclusive(parent: Sequence[int], own: Sequence[int]) -> list[int]:
-    """Add each node's value into its parent, leaves first (children have larger ids)."""
+def inclusive_and_sizes(parent: Sequence[int], own: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Inclusive values and subtree sizes of nodes with samples, leaves first.
+
+    Children have larger ids than parents, so one backward loop suffices.
+    """
     total = list(own)
+    size = [1] * len(total)
     for i in range(len(total) - 1, 0, -1):
-        total[parent[i]] += total[i]
-    return total
-
-
-def _csr(parent: Sequence[int]) -> tuple[array, array]:
-    n = len(parent)
-    start = array("l", bytes(8 * (n + 1)))
-    for i in range(1, n):
-        start[parent[i] + 1] += 1
-    for i in range(n):
-        start[i + 1] += start[i]
-    fill = array("l", start)
-    kids = array("l", bytes(8 * max(n - 1, 0)))
-    for i in range(1, n):
         p = parent[i]
-        kids[fill[p]] = i
-        fill[p] += 1
-    return start, kids
+        total[p] += total[i]
+        size[p] += size[i]
+    return total, size
+
+
+def _csr(parent: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Node ids grouped by parent (stable, so by id) and the sorted parent keys."""
+    order = sorted(range(1, len(parent)), key=parent.__getitem__)
+    return sorted(parent[1:]), order
 
 
 def _frame_info(names: list[str]) -> FrameInfo:
@@ -136,23 +141,32 @@ class ProfileBuilder:
         ids = list(map(self._intern.__getitem__, stack))
         get = self._children.get
         node = 0
-        for fid in ids:
+        for pos, fid in enumerate(ids):
             child = get(node << _SHIFT | fid)
             if child is None:
-                child = self._new_node(node, fid, ids)
+                node = self._grow(node, pos, ids)
+                break
             node = child
         self.self_count[node] += count
 
-    def _new_node(self, parent: int, fid: int, ids: list[int]) -> int:
-        child = len(self.parent)
-        level = self.depth[parent]
-        self._children[parent << _SHIFT | fid] = child
-        self.parent.append(parent)
-        self.frame.append(fid)
-        self.depth.append(level + 1)
-        self.self_count.append(0)
-        self.first_on_path.append(fid not in ids[:level])
-        return child
+    def _grow(self, node: int, pos: int, ids: list[int]) -> int:
+        """Create the nodes for ids[pos:] below `node` (all new); returns the leaf."""
+        fresh = ids[pos:]
+        first = len(self.parent)
+        last = first + len(fresh) - 1
+        parents = [node, *range(first, last)]
+        # Smallest position of each frame in the stack: a frame is first on its
+        # path exactly at that position (recursion counts once).
+        first_pos = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))
+        self._children.update(
+            zip([p << _SHIFT | f for p, f in zip(parents, fresh, strict=True)], range(first, last + 1), strict=True)
+        )
+        self.parent.extend(parents)
+        self.frame.extend(fresh)
+        self.depth.extend(range(pos + 1, len(ids) + 1))
+        self.self_count.extend([0] * len(fresh))
+        self.first_on_path.extend([first_pos[f] == p for p, f in enumerate(fresh, pos)])
+        return last
 
     def build(self, fmt: Literal["raw", "speedscope"]) -> Profile:
         frames = list(self._intern)

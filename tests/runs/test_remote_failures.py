@@ -66,7 +66,10 @@ def test_a_changed_host_key_is_refused_as_changed(own_sshd):
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_missing_pyspy_is_named_with_the_install_command(transport, request, workload):
     target = replace(request.getfixturevalue(f"{transport}_target"), py_spy="/nowhere/py-spy")
-    for error in (failure(record, target, workload.pid, SHORT), failure(dump, target, workload.pid)):
+    for error in (
+        failure(record, target, workload.pid, SHORT),
+        failure(dump, target, workload.pid),
+    ):
         assert error.cause == "pyspy_missing" and "pip install py-spy" in error.message
 
 
