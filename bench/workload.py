@@ -101,9 +101,7 @@ def main(seconds: float, threads: int) -> None:
     items: queue.Queue = queue.Queue(maxsize=64)
     workers = [threading.Thread(target=produce, args=(items, stop), name="loader")]
     for i in range(threads):
-        workers.append(
-            threading.Thread(target=consume, args=(i, items, stop), name=f"target-{i}")
-        )
+        workers.append(threading.Thread(target=consume, args=(i, items, stop), name=f"target-{i}"))
     for w in workers:
         w.start()
     time.sleep(seconds)

@@ -32,3 +32,7 @@ DEBUG = False
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory, so a real worker process can share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+else:
+    # One database per test process, so parallel runs (CI, several checkouts) never
+    # drop each other's database.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_flamedeck_{os.getpid()}"}

@@ -12,12 +12,13 @@ matched by keywords (a command line mentioning `queue` must not count).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress, islice
 
 from .flamegraph import trie_flamegraph
+from .frames import parse_process
 from .keywords import GPU_KEYWORDS, Keyword
 from .lag import analyze_lag
-from .frames import parse_process
-from .profile import Profile, inclusive_and_sizes
+from .profile import Accumulated, Profile, accumulate
 from .types import CategoryStat, FrameStat, KeywordStat, Stats, ThreadStat
 
 
@@ -44,6 +45,7 @@ class _View:
     own: list[int]
     total: list[int]
     sizes: list[int]
+    frame_total: list[int]
     grand_total: int
 
 
@@ -54,14 +56,14 @@ def analyze(
     options = options or AnalysisOptions()
     view = _view(profile, options.threads)
     top_n = max(options.top_n, 30)
-    own_by_frame, total_by_frame = _by_frame(profile, view)
+    own_by_frame, total_by_frame = _own_by_frame(profile, view), view.frame_total
     kw_counts, cat_counts = _keyword_counts(profile, view, options.keywords)
     stats: Stats = {
         "format": profile.format,
         "total_samples": view.grand_total,
         "unique_stacks": len(view.own) - view.own.count(0),
         "skipped_lines": profile.skipped_lines,
-        "max_depth": max((d for d, c in zip(profile.depth, view.own) if c), default=0),
+        "max_depth": max(compress(profile.depth, view.own), default=0),
         "threads": _threads(profile, total_by_frame, view.grand_total),
         "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
         "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
@@ -83,16 +85,18 @@ def percent(part: int, whole: int) -> float:
 
 def _view(profile: Profile, threads: frozenset[str] | None) -> _View:
     if threads is None:
-        total = profile.totals()
-        return _View(profile.self_count, total, profile.sizes(), total[0])
+        return _view_of(profile.self_count, profile.accumulated())
     wanted = _matching_thread_frames(profile, threads)
     selected = bytearray(profile.node_count)
     parent, frame = profile.parent, profile.frame
     for i in range(1, profile.node_count):
         selected[i] = selected[parent[i]] or frame[i] in wanted
     own = [c if s else 0 for c, s in zip(profile.self_count, selected, strict=True)]
-    total, sizes = inclusive_and_sizes(parent, own)
-    return _View(own, total, sizes, total[0])
+    return _view_of(own, accumulate(profile, own))
+
+
+def _view_of(own: list[int], acc: Accumulated) -> _View:
+    return _View(own, acc.total, acc.size, acc.frame_total, acc.total[0])
 
 
 def _matching_thread_frames(profile: Profile, threads: frozenset[str]) -> set[int]:
@@ -105,17 +109,14 @@ def _matching_thread_frames(profile: Profile, threads: frozenset[str]) -> set[in
     return found
 
 
-def _by_frame(profile: Profile, view: _View) -> tuple[list[int], list[int]]:
-    """Per frame id: samples as leaf, and inclusive samples counted once per sample."""
-    own_by, total_by = [0] * len(profile.frames), [0] * len(profile.frames)
-    rows = zip(profile.frame, view.own, view.total, profile.first_on_path, strict=True)
-    next(rows)  # the root has no frame
-    for fid, own, total, first in rows:
-        if own:
-            own_by[fid] += own
-        if first:
-            total_by[fid] += total
-    return own_by, total_by
+def _own_by_frame(profile: Profile, view: _View) -> list[int]:
+    """Per frame id: samples with that frame as leaf (only stack ends have own samples)."""
+    own_by = [0] * len(profile.frames)
+    leaves = compress(range(profile.node_count), view.own)
+    for node in leaves:
+        if node:
+            own_by[profile.frame[node]] += view.own[node]
+    return own_by
 
 
 def _frame_mask(profile: Profile, keywords: tuple[Keyword, ...]) -> tuple[list[int], list[int]]:
@@ -146,20 +147,26 @@ def _keyword_counts(
 
 
 def _count_masks(profile: Profile, total: list[int], masks: list[int], counts: list[int]) -> None:
-    """Add each node's inclusive value to the bits its frame sets first on the path."""
-    on_path = [0] * profile.node_count
-    rows = zip(profile.parent, profile.frame, total, strict=True)
-    next(rows)
-    for i, (parent, fid, value) in enumerate(rows, 1):
-        above = on_path[parent]
-        mine = masks[fid]
-        if not mine:
-            on_path[i] = above
-            continue
-        on_path[i] = above | mine
+    """Add each matched node's inclusive value to the bits no matched ancestor set.
+
+    Only nodes whose frame matches something are visited (in id order, so parents
+    first); each finds the union of its matched ancestors by walking up to the
+    nearest matched one, whose union is already known.
+    """
+    parent = profile.parent
+    node_mask = map(masks.__getitem__, islice(profile.frame, 1, None))
+    matched = compress(range(1, profile.node_count), node_mask)
+    union: dict[int, int] = {}
+    for node in matched:
+        mine = masks[profile.frame[node]]
+        up = parent[node]
+        while up > 0 and up not in union:
+            up = parent[up]
+        above = union.get(up, 0)
+        union[node] = above | mine
         fresh = mine & ~above
-        if fresh and value:
-            _add_bits(fresh, value, counts)
+        if fresh and total[node]:
+            _add_bits(fresh, total[node], counts)
 
 
 def _add_bits(bits: int, value: int, counts: list[int]) -> None:
@@ -185,8 +192,16 @@ def _threads(profile: Profile, total_by: list[int], whole: int) -> list[ThreadSt
     return out
 
 
-def _thread_stat(tid: int | str, name: str, pid: int | None, samples: int, whole: int) -> ThreadStat:
-    return {"name": name, "tid": tid, "pid": pid, "samples": samples, "percent": percent(samples, whole)}
+def _thread_stat(
+    tid: int | str, name: str, pid: int | None, samples: int, whole: int
+) -> ThreadStat:
+    return {
+        "name": name,
+        "tid": tid,
+        "pid": pid,
+        "samples": samples,
+        "percent": percent(samples, whole),
+    }
 
 
 def _pid_of(profile: Profile, node: int) -> int | None:
@@ -204,7 +219,9 @@ def _frame_list(profile: Profile, counts: list[int], whole: int, top_n: int) -> 
     return [{"frame": f, "samples": c, "percent": percent(c, whole)} for c, f in rows[:top_n]]
 
 
-def _keyword_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int) -> list[KeywordStat]:
+def _keyword_list(
+    keywords: tuple[Keyword, ...], counts: list[int], whole: int
+) -> list[KeywordStat]:
     rows: list[KeywordStat] = [
         {"keyword": kw.keyword, "category": kw.category, "samples": c, "percent": percent(c, whole)}
         for kw, c in zip(keywords, counts, strict=True)
@@ -212,7 +229,9 @@ def _keyword_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int) 
     return sorted(rows, key=lambda r: -r["samples"])
 
 
-def _category_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int) -> list[CategoryStat]:
+def _category_list(
+    keywords: tuple[Keyword, ...], counts: list[int], whole: int
+) -> list[CategoryStat]:
     rows: list[CategoryStat] = [
         {"category": cat, "samples": c, "percent": percent(c, whole)}
         for cat, c in zip(_categories(keywords), counts, strict=True)

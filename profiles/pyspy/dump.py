@@ -72,7 +72,11 @@ def _local_line(thread: DumpThread, line: str, section: str) -> str:
     match = _LOCAL.match(line)
     if match is None or not thread["frames"]:
         return section
-    local: DumpLocal = {"name": match.group(1), "value": match.group(2), "arg": section == "Arguments:"}
+    local: DumpLocal = {
+        "name": match.group(1),
+        "value": match.group(2),
+        "arg": section == "Arguments:",
+    }
     thread["frames"][-1].setdefault("locals", []).append(local)
     return section
 
@@ -81,9 +85,13 @@ def _from_json(body: str) -> list[DumpThread]:
     try:
         doc = json.loads(body)
     except (ValueError, RecursionError) as exc:
-        raise ProfileError(f"input looks like `py-spy dump --json` but is not valid JSON ({exc})") from None
+        raise ProfileError(
+            f"input looks like `py-spy dump --json` but is not valid JSON ({exc})"
+        ) from None
     if not isinstance(doc, list) or not all(isinstance(t, dict) for t in doc):
-        raise ProfileError("input is JSON but not `py-spy dump --json` output (expected a list of threads)")
+        raise ProfileError(
+            "input is JSON but not `py-spy dump --json` output (expected a list of threads)"
+        )
     return [_json_thread(t) for t in doc]
 
 
@@ -108,7 +116,11 @@ def _json_frame(item: dict[str, Any]) -> DumpFrame:
     line = item.get("line")
     location = f"{file}:{line}" if isinstance(line, int) and line > 0 else file
     name = str(item.get("name", "?"))
-    frame: DumpFrame = {"name": name, "location": location, "native": is_native(f"{name} ({location})")}
+    frame: DumpFrame = {
+        "name": name,
+        "location": location,
+        "native": is_native(f"{name} ({location})"),
+    }
     if isinstance(item.get("locals"), list):
         frame["locals"] = [
             {"name": str(v.get("name")), "value": str(v.get("repr")), "arg": bool(v.get("arg"))}

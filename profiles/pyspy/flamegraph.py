@@ -54,15 +54,16 @@ def choose_nodes(
     heapq.heapify(heap)
     while heap:
         _, _, node, parent = heapq.heappop(heap)
-        n_kids = len(kids(node)) if depth[parent] + 1 < MAX_DEPTH else 0
-        cost = 1 + (1 if kids(node) else 0) - (1 if waiting[parent] == 1 else 0)
+        node_kids = kids(node)
+        n_kids = len(node_kids) if depth[parent] + 1 < MAX_DEPTH else 0
+        cost = 1 + (1 if node_kids else 0) - (1 if waiting[parent] == 1 else 0)
         if used + cost > max_nodes:
             break
         used += cost
         waiting[parent] -= 1
         waiting[node] = n_kids
         depth[node] = depth[parent] + 1
-        for kid in kids(node)[:n_kids]:
+        for kid in node_kids[:n_kids]:
             heapq.heappush(heap, (-value(kid), order := order + 1, kid, node))
     return set(waiting)
 

@@ -14,8 +14,9 @@ achieved fraction comes from the drift instead:
   1 - behind / elapsed with elapsed taken as max(D, behind + 1).
 Verdict: "ok" when py-spy never reported falling behind; once it did,
 "unreliable" when it took under half the rounds it was asked for (fraction < 0.5)
-or errors exceed 10% of samples + errors, otherwise "degraded". recommended_rate = floor(R * fraction * 0.8)
-(20% headroom), at least 1 and always below R once py-spy fell behind.
+or errors exceed 10% of samples + errors, otherwise "degraded".
+recommended_rate = floor(R * fraction * 0.8) (20% headroom), at least 1 and always
+below R once py-spy fell behind (None when the log lacks the first line).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Samples as a prefix tree (trie) of stacks, built one stack at a time.
 
-Frames are interned to ints and each node is found with one dict lookup keyed by
-`parent << 32 | frame`, so memory grows with distinct prefixes, not with lines.
+Frames are interned to ints. A node's first child is created right after it
+(id + 1, a "chain child") and found by comparing arrays; other children are found
+with one dict lookup keyed by `parent << 32 | frame`. Memory grows with distinct
+prefixes, not with lines, and the dict holds only branch points.
 A parent is always created before its children (parent id < child id), which lets
 every later pass run as a flat loop over arrays instead of a recursive walk.
 """
@@ -9,10 +11,9 @@ every later pass run as a flat loop over arrays instead of a recursive walk.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from . import frames as fr
 
@@ -49,6 +50,7 @@ class Profile:
     depth: array
     self_count: list[int]
     first_on_path: bytearray
+    branches: dict[int, int]
     skipped_lines: int = 0
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
 
@@ -56,19 +58,12 @@ class Profile:
     def node_count(self) -> int:
         return len(self.parent)
 
-    def totals(self) -> list[int]:
-        """Inclusive samples per node (cached)."""
-        return self._totals_and_sizes()[0]
-
-    def sizes(self) -> list[int]:
-        """Nodes per subtree, the node itself included (cached)."""
-        return self._totals_and_sizes()[1]
-
-    def _totals_and_sizes(self) -> tuple[list[int], list[int]]:
-        cached = self._cache.get("totals")
+    def accumulated(self) -> Accumulated:
+        """Inclusive values, subtree sizes and once-per-sample frame totals (cached)."""
+        cached = self._cache.get("accumulated")
         if cached is None:
-            cached = inclusive_and_sizes(self.parent, self.self_count)
-            self._cache["totals"] = cached
+            cached = accumulate(self, self.self_count)
+            self._cache["accumulated"] = cached
         return cached  # type: ignore[return-value]
 
     def frame_info(self) -> FrameInfo:
@@ -79,33 +74,46 @@ class Profile:
         return cached  # type: ignore[return-value]
 
     def kids(self, node: int) -> list[int]:
-        """Children of `node` in creation order (index built once, cached)."""
-        cached = self._cache.get("children")
-        if cached is None:
-            cached = _csr(self.parent)
-            self._cache["children"] = cached
-        keys, order = cached  # type: ignore[misc]
-        return order[bisect_left(keys, node) : bisect_right(keys, node)]
+        """Children of `node`: its chain child (id + 1) and its dict branches."""
+        index = self._cache.get("branches")
+        if index is None:
+            index = self._cache["branches"] = _branch_index(self.branches)
+        chain = node + 1
+        found = [chain] if chain < len(self.parent) and self.parent[chain] == node else []
+        return found + index.get(node, [])  # type: ignore[attr-defined]
 
 
-def inclusive_and_sizes(parent: Sequence[int], own: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Inclusive values and subtree sizes of nodes with samples, leaves first.
+class Accumulated(NamedTuple):
+    total: list[int]
+    """Inclusive value per node."""
+    size: list[int]
+    """Nodes per subtree, the node itself included."""
+    frame_total: list[int]
+    """Per frame id: inclusive samples, each sample once (first on its path)."""
 
-    Children have larger ids than parents, so one backward loop suffices.
-    """
+
+def accumulate(profile: Profile, own: list[int]) -> Accumulated:
+    """One backward pass: children have larger ids, so each total is final when read."""
     total = list(own)
     size = [1] * len(total)
+    frame_total = [0] * len(profile.frames)
+    parent, frame, first = profile.parent, profile.frame, profile.first_on_path
     for i in range(len(total) - 1, 0, -1):
         p = parent[i]
-        total[p] += total[i]
+        value = total[i]
+        total[p] += value
         size[p] += size[i]
-    return total, size
+        if first[i]:
+            frame_total[frame[i]] += value
+    return Accumulated(total, size, frame_total)
 
 
-def _csr(parent: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Node ids grouped by parent (stable, so by id) and the sorted parent keys."""
-    order = sorted(range(1, len(parent)), key=parent.__getitem__)
-    return sorted(parent[1:]), order
+def _branch_index(branches: dict[int, int]) -> dict[int, list[int]]:
+    """Children reached through the dict, per parent (chain children are not in it)."""
+    index: dict[int, list[int]] = {}
+    for key, child in branches.items():
+        index.setdefault(key >> _SHIFT, []).append(child)
+    return index
 
 
 def _frame_info(names: list[str]) -> FrameInfo:
@@ -139,9 +147,15 @@ class ProfileBuilder:
     def add(self, stack: Sequence[str], count: int) -> None:
         """Add `count` samples of one stack given root first."""
         ids = list(map(self._intern.__getitem__, stack))
-        get = self._children.get
+        parent, frame, get = self.parent, self.frame, self._children.get
+        size = len(parent)
         node = 0
         for pos, fid in enumerate(ids):
+            # A chain child (id node + 1) is not in the dict: try it first.
+            nxt = node + 1
+            if nxt < size and frame[nxt] == fid and parent[nxt] == node:
+                node = nxt
+                continue
             child = get(node << _SHIFT | fid)
             if child is None:
                 node = self._grow(node, pos, ids)
@@ -150,18 +164,21 @@ class ProfileBuilder:
         self.self_count[node] += count
 
     def _grow(self, node: int, pos: int, ids: list[int]) -> int:
-        """Create the nodes for ids[pos:] below `node` (all new); returns the leaf."""
+        """Create the nodes for ids[pos:] below `node` (all new); returns the leaf.
+
+        Only the first new node goes in the dict: each later one is its parent's
+        chain child (id parent + 1), which `add` finds without a dict lookup.
+        """
         fresh = ids[pos:]
         first = len(self.parent)
         last = first + len(fresh) - 1
-        parents = [node, *range(first, last)]
         # Smallest position of each frame in the stack: a frame is first on its
         # path exactly at that position (recursion counts once).
         first_pos = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))
-        self._children.update(
-            zip([p << _SHIFT | f for p, f in zip(parents, fresh, strict=True)], range(first, last + 1), strict=True)
-        )
-        self.parent.extend(parents)
+        if node + 1 != first:  # else it is node's chain child: no dict entry
+            self._children[node << _SHIFT | fresh[0]] = first
+        self.parent.append(node)
+        self.parent.extend(range(first, last))
         self.frame.extend(fresh)
         self.depth.extend(range(pos + 1, len(ids) + 1))
         self.self_count.extend([0] * len(fresh))
@@ -170,7 +187,6 @@ class ProfileBuilder:
 
     def build(self, fmt: Literal["raw", "speedscope"]) -> Profile:
         frames = list(self._intern)
-        self._children.clear()
         return Profile(
             format=fmt,
             frames=frames,
@@ -179,5 +195,6 @@ class ProfileBuilder:
             depth=self.depth,
             self_count=self.self_count,
             first_on_path=self.first_on_path,
+            branches=self._children,
             skipped_lines=self.skipped_lines,
         )

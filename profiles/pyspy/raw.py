@@ -107,4 +107,6 @@ def _glue_process_frames(frames: list[str]) -> list[str] | None:
 
 
 def _closed(frame: str) -> bool:
-    return not _PROCESS_OPEN.match(frame) or (frame.endswith('"') and len(frame) > frame.index('"') + 1)
+    return not _PROCESS_OPEN.match(frame) or (
+        frame.endswith('"') and len(frame) > frame.index('"') + 1
+    )

@@ -85,7 +85,9 @@ def _refuse_other_kinds(head: str, label: str) -> None:
             "record with --format raw or --format speedscope"
         )
     if start.startswith("py-spy>") or "\npy-spy> " in head[:4096]:
-        raise ProfileError(f"{label} is py-spy's log (its stdout), not its samples; pass it as --log")
+        raise ProfileError(
+            f"{label} is py-spy's log (its stdout), not its samples; pass it as --log"
+        )
     if _DUMP.match(head.lstrip()):
         raise ProfileError(
             f"{label} is `py-spy dump` output (stacks at one instant), not a recording; "
@@ -103,7 +105,9 @@ def _parse_json(text: str, label: str) -> Profile:
     if is_speedscope(doc):
         return _checked(parse_speedscope(doc, label), label, True)
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "thread_id" in doc[0]:
-        raise ProfileError(f"{label} is `py-spy dump --json` output; read it with the `dump` command")
+        raise ProfileError(
+            f"{label} is `py-spy dump --json` output; read it with the `dump` command"
+        )
     raise ProfileError(f"{label} is JSON but not a speedscope profile (no profiles/shared)")
 
 

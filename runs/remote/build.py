@@ -89,13 +89,20 @@ def wrap(target: Target, argv: list[str]) -> list[str]:
     return [*ssh_argv(target), shlex.join(prefix_words(target) + list(argv))]
 
 
+def _pyspy_assignment(py_spy: str) -> str:
+    # A quoted "~/..." would not expand, yet it is how people write per-user installs.
+    if py_spy.startswith("~/"):
+        return f'PYSPY="$HOME"/{shlex.quote(py_spy[2:])}\n'
+    return f"PYSPY={shlex.quote(py_spy)}\n"
+
+
 def _script_head(target: Target) -> str:
     return (
         f"printf '%s\\n' {READY} >&2\n"
         # A worker's RUST_BACKTRACE would bury py-spy's one-line error under a backtrace.
         "RUST_BACKTRACE=0; export RUST_BACKTRACE\n"
-        f"PYSPY={shlex.quote(target.py_spy)}\n"
-        'if ! command -v "$PYSPY" >/dev/null 2>&1; then\n'
+        + _pyspy_assignment(target.py_spy)
+        + 'if ! command -v "$PYSPY" >/dev/null 2>&1; then\n'
         f"  printf '%s: %s\\n' {shlex.quote(PYSPY_MISSING)} \"$PYSPY\" >&2\n"
         "  exit 127\nfi\n"
     )
@@ -131,9 +138,9 @@ exec 3<&0 </dev/null
 spy=$!
 (
   while read -r _ <&3; do :; done
-  kill -INT "$spy"
   n=0
-  while [ "$n" -lt @KILL_AFTER@ ] && kill -0 "$spy"; do sleep 1 3<&-; n=$((n + 1)); done
+  # Repeated: an INT that lands before py-spy installs its handler is ignored.
+  while [ "$n" -lt @KILL_AFTER@ ] && kill -INT "$spy"; do sleep 1 3<&-; n=$((n + 1)); done
   [ "$n" -lt @KILL_AFTER@ ] || kill -KILL "$spy"
 ) >/dev/null 2>&1 &
 watch=$!
@@ -179,8 +186,8 @@ def check_script(target: Target) -> str:
     """POSIX sh that prints `key=value` facts about py-spy, the user and ptrace."""
     return (
         f"printf '%s\\n' {READY} >&2\n"
-        f"PYSPY={shlex.quote(target.py_spy)}\n"
-        'if p=$(command -v "$PYSPY" 2>/dev/null); then\n'
+        + _pyspy_assignment(target.py_spy)
+        + 'if p=$(command -v "$PYSPY" 2>/dev/null); then\n'
         "  printf 'py_spy_path=%s\\n' \"$p\"\n"
         '  printf \'py_spy_version=%s\\n\' "$("$PYSPY" --version 2>&1 | head -n 1)"\n'
         "fi\n"

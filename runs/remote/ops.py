@@ -61,13 +61,15 @@ def _quick(target: Target, argv: list[str]) -> Completed:
 class _RecordWatch:
     """Clock and line filter for one record: the duration counts from py-spy's start."""
 
-    def __init__(self, duration_s: float, should_cancel: Callable[[], bool] | None,
-                 on_progress: Callable[[str, float], None] | None) -> None:  # fmt: skip
-        self.duration_s, self.should_cancel, self.on_progress = (
-            duration_s,
-            should_cancel,
-            on_progress,
-        )
+    def __init__(
+        self,
+        duration_s: float,
+        should_cancel: Callable[[], bool] | None,
+        on_progress: Callable[[str, float], None] | None,
+    ) -> None:
+        self.duration_s = duration_s
+        self.should_cancel = should_cancel
+        self.on_progress = on_progress
         self.start = time.monotonic()
         self.sampling_since: float | None = None
         self.in_log = True

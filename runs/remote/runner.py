@@ -31,23 +31,37 @@ class Completed:
         return self.stdout.decode(errors="replace")
 
 
-def _pump(pipe: Any, sink: list[bytes], lines: queue.Queue | None, start: float) -> None:
+def _pump(pipe: Any, sink: list[bytes], events: queue.Queue | None, start: float) -> None:
     for chunk in iter(pipe.readline, b""):
         sink.append(chunk)
-        if lines is not None:
-            lines.put((chunk, time.monotonic() - start))
+        if events is not None:
+            events.put((chunk, time.monotonic() - start))
+    if events is not None:
+        events.put(None)
 
 
-def _deliver(lines: queue.Queue | None, on_line: Callable | None, wait_s: float) -> None:
-    if lines is None or on_line is None:
-        time.sleep(wait_s)
-        return
-    with contextlib.suppress(queue.Empty):
-        item = lines.get(timeout=wait_s)
-        while True:
-            chunk, elapsed = item
-            on_line(chunk.decode(errors="replace").rstrip("\r\n"), elapsed)
-            item = lines.get_nowait()
+class _Lines:
+    """stdout lines waiting for the caller's thread, and whether stdout has ended."""
+
+    def __init__(self, on_line: Callable[[str, float], None] | None) -> None:
+        self.events: queue.Queue = queue.Queue()
+        self.on_line = on_line
+        self.eof = False
+
+    def deliver(self, proc: subprocess.Popen, wait_s: float) -> None:
+        """Hand waiting lines to on_line; block up to wait_s for a line or, after EOF, the exit."""
+        if self.eof:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=wait_s)
+            return
+        with contextlib.suppress(queue.Empty):
+            item = self.events.get(timeout=wait_s)
+            while item is not None:
+                chunk, elapsed = item
+                if self.on_line is not None:
+                    self.on_line(chunk.decode(errors="replace").rstrip("\r\n"), elapsed)
+                item = self.events.get_nowait()
+            self.eof = True
 
 
 def _kill_group(proc: subprocess.Popen, term_wait_s: float = 1.0) -> None:
@@ -92,20 +106,18 @@ def run(
     )
     out: list[bytes] = []
     err: list[bytes] = []
-    lines: queue.Queue | None = queue.Queue() if on_line else None
+    lines = _Lines(on_line)
     pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, out, lines, start), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stdout, out, lines.events, start), daemon=True),
         threading.Thread(target=_pump, args=(proc.stderr, err, None, start), daemon=True),
     ]
     for pump in pumps:
         pump.start()
-    stopped, trigger = _supervise(
-        proc, start + timeout_s, should_stop, lines, on_line, poll_s, grace_s
-    )
+    stopped, trigger = _supervise(proc, start + timeout_s, should_stop, lines, poll_s, grace_s)
     elapsed = time.monotonic() - start
     for pump in pumps:
         pump.join(timeout=2)  # a leftover grandchild may hold a pipe; don't wait on it
-    _deliver(lines, on_line, 0)
+    lines.deliver(proc, 0)
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         _close(stream)
     stderr = b"".join(err).decode(errors="replace")
@@ -116,8 +128,7 @@ def _supervise(
     proc: subprocess.Popen,
     deadline: float,
     should_stop: Callable[[], bool] | None,
-    lines: queue.Queue | None,
-    on_line: Callable | None,
+    lines: _Lines,
     poll_s: float,
     grace_s: float,
 ) -> tuple[Literal["completed", "stopped", "killed"], Any]:
@@ -138,5 +149,5 @@ def _supervise(
             proc.wait()
             return "killed", trigger
         wait = poll_s if stop_at is not None else min(poll_s, max(0.0, deadline - now))
-        _deliver(lines, on_line, wait)
+        lines.deliver(proc, wait)
     return ("stopped" if stop_at is not None else "completed"), trigger

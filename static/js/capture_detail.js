@@ -67,7 +67,7 @@
   function renderTables(stats) {
     const slug = (s) => String(s).toLowerCase().replace(/[^a-z0-9]+/g, "-");
     $("categories").replaceChildren(table([["Category"], [""], ["Samples", "num"], ["Share", "num"]],
-      (stats.categories || []).map((c) => el("tr", {}, el("td", {}, c.category), barCell(c.percent, `cat-${slug(c.category)}`), el("td", { class: "num" }, fmt(c.samples)), pctCell(c.percent))),
+      (stats.categories || []).map((c) => el("tr", { class: c.samples ? "" : "zero" }, el("td", {}, c.category), barCell(c.percent, `cat-${slug(c.category)}`), el("td", { class: "num" }, fmt(c.samples)), pctCell(c.percent))),
       "No keyword matched."));
     $("keywords").replaceChildren(table([["Keyword"], ["Category"], [""], ["Samples", "num"], ["Share", "num"]],
       (stats.keywords || []).filter((k) => k.samples).map((k) => el("tr", {},

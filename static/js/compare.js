@@ -1,6 +1,7 @@
-// Compare page: the differential flamegraph, with its view kept in the URL
-// (view=after|before, q=search term, zoom=frame path joined by ";", thread=...) so a
-// pasted link opens the same view. Frame names are untrusted: only textContent/.text().
+// Compare page: the differential flamegraph, with its view kept in the URL so a pasted
+// link opens the same view. Parameters follow the capture page: search=term,
+// focus=JSON root-to-frame path, thread=a,b; plus diff=before for the reverse tree.
+// Frame names are untrusted: they only reach the page through textContent/.text().
 (function () {
   "use strict";
   const configNode = document.getElementById("compare-page");
@@ -19,18 +20,27 @@
   function readState() {
     const params = new URLSearchParams(window.location.search);
     return {
-      view: params.get("view") === "before" ? "before" : "after",
-      q: params.get("q") || "",
-      zoom: params.get("zoom") || "",
+      view: params.get("diff") === "before" ? "before" : "after",
+      search: params.get("search") || "",
+      focus: parseFocus(params.get("focus")),
     };
+  }
+
+  function parseFocus(text) {
+    try {
+      const path = JSON.parse(text || "[]");
+      return Array.isArray(path) ? path.map(String) : [];
+    } catch (error) {
+      return [];
+    }
   }
 
   function writeState() {
     const params = new URLSearchParams(window.location.search);
-    for (const key of ["view", "q", "zoom"]) {
-      const keep = key === "view" ? state.view !== "after" : Boolean(state[key]);
-      if (keep) params.set(key, state[key]); else params.delete(key);
-    }
+    const set = (key, value) => (value ? params.set(key, value) : params.delete(key));
+    set("diff", state.view === "before" ? "before" : "");
+    set("search", state.search);
+    set("focus", state.focus.length ? JSON.stringify(state.focus) : "");
     window.history.replaceState(null, "", window.location.pathname + "?" + params.toString());
   }
 
@@ -84,7 +94,9 @@
   }
 
   function colourScale(limit) {
-    return d3.scaleDiverging((t) => d3.interpolateRdBu(1 - t)).domain([-limit, 0, limit]).clamp(true);
+    // A visible neutral (not RdBu's near-white), so unchanged frames still read as frames.
+    const ramp = d3.piecewise(d3.interpolateRgb, ["#1f5fa8", "#9cc0e6", "#e3ddd2", "#f2a07b", "#b2182b"]);
+    return d3.scaleDiverging(ramp).domain([-limit, 0, limit]).clamp(true);
   }
 
   function drawLegend(limit, colour) {
@@ -101,12 +113,12 @@
   }
 
   function pathOf(node) {
-    return node.ancestors().reverse().slice(1).map((n) => n.data.name).join(";");
+    return node.ancestors().reverse().slice(1).map((n) => n.data.name);
   }
 
   function findPath(root, path) {
     let node = root;
-    for (const name of path ? path.split(";") : []) {
+    for (const name of path) {
       const next = (node.children || []).find((c) => c.data.name === name);
       if (!next) break;
       node = next;
@@ -118,6 +130,12 @@
     return Boolean(term) && d.data.name.toLowerCase().includes(term.toLowerCase());
   }
 
+  // The UMD build exposes a namespace; its chart factory is the default export.
+  function makeFlamegraph() {
+    const lib = window.flamegraph;
+    return (typeof lib === "function" ? lib : lib.default || lib.flamegraph)();
+  }
+
   function build(tree) {
     if (chart) chart.destroy();
     el.chart.textContent = "";
@@ -125,7 +143,7 @@
     const colour = colourScale(limit);
     drawLegend(limit, colour);
     tip = textTooltip();
-    chart = flamegraph.flamegraph()
+    chart = makeFlamegraph()
       .width(Math.max(el.chart.clientWidth, 320))
       .cellHeight(18)
       .minFrameSize(1)
@@ -135,23 +153,23 @@
       .setSearchMatch(matchText)
       .setDetailsElement(el.details)
       .setColorMapper((d) => (d.highlight ? "#e600e6" : d.data.delta === null ? "#c8ccd4" : colour(d.data.delta)))
-      .onClick((d) => { state.zoom = pathOf(d); writeState(); markZoom(); });
+      .onClick((d) => { state.focus = pathOf(d); writeState(); markZoom(); });
     d3.select(el.chart).datum(tree).call(chart);
   }
 
   function applyState() {
-    if (state.q) chart.search(state.q); else chart.clear();
+    if (state.search) chart.search(state.search); else chart.clear();
     const root = d3.select(el.chart).datum();
-    const target = findPath(root, state.zoom);
+    const target = findPath(root, state.focus);
     if (target !== root) chart.zoomTo(target);
-    state.zoom = pathOf(target);
+    state.focus = pathOf(target);
     writeState();
     markZoom();
   }
 
   function markZoom() {
-    el.chart.dataset.zoom = state.zoom;
-    el.reset.disabled = !state.zoom;
+    el.chart.dataset.focus = state.focus.join(" > ");
+    el.reset.disabled = !state.focus.length;
   }
 
   async function load() {
@@ -177,17 +195,17 @@
     writeState();
     load();
   }));
-  el.search.value = state.q;
+  el.search.value = state.search;
   el.search.addEventListener("input", () => {
-    state.q = el.search.value.trim();
+    state.search = el.search.value.trim();
     writeState();
     if (!chart) return;
-    if (state.q) chart.search(state.q); else chart.clear();
+    if (state.search) chart.search(state.search); else chart.clear();
   });
   el.reset.addEventListener("click", () => {
     if (!chart) return;
     chart.resetZoom();
-    state.zoom = "";
+    state.focus = [];
     writeState();
     markZoom();
   });

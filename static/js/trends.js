@@ -51,25 +51,36 @@
     const line = d3.line().x(at).y((p) => s.y(p.percent));
     const groups = svg.selectAll("g.series").data(series).join("g")
       .attr("class", "series").attr("data-series", (d) => d.name);
-    groups.append("path").attr("class", "band").attr("fill", (d) => s.colour(d.name)).attr("d", (d) => band(d.points));
-    groups.append("path").attr("class", "line").attr("stroke", (d) => s.colour(d.name)).attr("d", (d) => line(d.points));
+    // Presentation attributes too, so the chart reads right even where trends.css is absent.
+    groups.append("path").attr("class", "band").attr("fill", (d) => s.colour(d.name))
+      .attr("fill-opacity", 0.1).attr("d", (d) => band(d.points));
+    groups.append("path").attr("class", "line").attr("fill", "none").attr("stroke-width", 1.6)
+      .attr("stroke", (d) => s.colour(d.name)).attr("d", (d) => line(d.points));
     const symbol = d3.symbol().size(60).type((p) => (p.scheduled ? d3.symbolDiamond : d3.symbolCircle));
     const links = groups.selectAll("a.point").data((d) => d.points.map((p) => ({ series: d, point: p }))).join("a")
       .attr("class", (d) => "point" + (isLagging(d.point) ? " lagging" : "") + (d.point.scheduled ? " scheduled" : ""))
       .attr("href", (d) => d.point.url)
       .attr("data-capture", (d) => d.point.capture);
+    links.append("line").attr("class", "ci").attr("stroke", (d) => s.colour(d.series.name))
+      .attr("stroke-opacity", 0.45)
+      .attr("x1", (d) => at(d.point)).attr("x2", (d) => at(d.point))
+      .attr("y1", (d) => s.y(d.point.low)).attr("y2", (d) => s.y(d.point.high));
     links.append("path")
       .attr("transform", (d) => "translate(" + at(d.point) + "," + s.y(d.point.percent) + ")")
-      .attr("d", (d) => symbol(d.point)).attr("fill", (d) => s.colour(d.series.name));
+      .attr("d", (d) => symbol(d.point)).attr("fill", (d) => s.colour(d.series.name))
+      .attr("stroke", (d) => (isLagging(d.point) ? "#c92a2a" : "#fff"))
+      .attr("stroke-width", (d) => (isLagging(d.point) ? 2.5 : 1));
     links.append("title").text((d) => describe(d.series, d.point));
   }
 
   function drawLegend(container, series, s) {
     const legend = document.createElement("div");
     legend.className = "trend-legend";
+    legend.style.cssText = "display:flex;flex-wrap:wrap;gap:.4rem 1rem;font-size:.82rem";
     for (const item of series) {
       const entry = document.createElement("span");
       const swatch = document.createElement("i");
+      swatch.style.cssText = "display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem";
       swatch.style.background = s.colour(item.name);
       entry.append(swatch, document.createTextNode(item.name));
       legend.append(entry);
@@ -102,12 +113,13 @@
   async function load(container) {
     container.dataset.state = "loading";
     try {
-      draw(container, await flamedeck.fetchJson(container.dataset.trendUrl));
+      draw(container, await flamedeck.fetchJson(container.dataset.trendUrl || container.dataset.url));
     } catch (error) {
       container.dataset.state = "error";
       container.textContent = "Could not load the trend: " + error.message;
     }
   }
 
-  document.querySelectorAll(".trend-chart[data-trend-url]").forEach(load);
+  // `#run-trends[data-url]` is the run page's own container, before it includes the partial.
+  document.querySelectorAll(".trend-chart[data-trend-url], #run-trends[data-url]").forEach(load);
 })();

@@ -1,6 +1,7 @@
 """The compare and trends pages in headless Chromium: verdicts, the differential
 flamegraph (zoom, search, escaped tooltips) and shared URLs that reopen the same view."""
 
+import json
 import os
 from urllib.parse import parse_qs, urlparse
 
@@ -9,53 +10,19 @@ import pytest
 from runs.models import Run
 from tests.profiles.test_compare_views import make_capture
 
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SYNC = "cuStreamSynchronize (libcuda.so.1)"
 EVIL = "<b>evil</b> (x.py:1)"
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists("/usr/bin/chromium"):
-        pytest.skip("needs /usr/bin/chromium")
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
-def page(chromium, live_server, client, teammate):
-    """A browser tab logged in as the teammate (a viewer)."""
-    client.force_login(teammate)
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.add_cookies(
-        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
-    )
-    tab = context.new_page()
-    tab.set_default_timeout(15_000)
-    errors = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    # Failed loads are reported with their URL by the response hook.
-    tab.on(
-        "console",
-        lambda msg: msg.type == "error"
-        and not msg.text.startswith("Failed to load resource")
-        and errors.append(msg.text),
-    )
-    tab.on("response", lambda r: r.status >= 400 and errors.append(f"{r.status} {r.url}"))
-    yield tab
-    context.close()
-    assert not [e for e in errors if "favicon" not in e], errors
+def page(open_tab, teammate):
+    """A tab logged in as the teammate (a viewer); the shared fixture checks page errors."""
+    tab = open_tab(teammate, width=1280, height=900)
+    server_errors = []
+    tab.page.on("response", lambda r: r.status >= 500 and server_errors.append(r.url))
+    yield tab.page
+    assert not server_errors, server_errors
 
 
 @pytest.fixture
@@ -87,28 +54,30 @@ def test_a_teammate_reads_a_verdict_on_the_compare_page(page, live_server, pair)
 def test_clicking_a_frame_zooms_and_the_zoom_lands_in_the_url(page, live_server, pair):
     open_compare(page, live_server, *pair)
     page.locator(f'#diff-chart g.frame[name="{SYNC}"]').click()
-    page.wait_for_function("location.search.includes('zoom=')")
-    assert query(page.url)["zoom"] == f"thread (1): MainThread;{SYNC}"
-    assert page.locator("#diff-chart").get_attribute("data-zoom").endswith(SYNC)
+    page.wait_for_function("location.search.includes('focus=')")
+    assert json.loads(query(page.url)["focus"]) == ["thread (1): MainThread", SYNC]
+    assert page.locator("#diff-chart").get_attribute("data-focus").endswith(SYNC)
 
 
 def test_a_shared_url_reopens_the_same_view(page, live_server, pair):
-    open_compare(page, live_server, *pair)
+    open_compare(page, live_server, *pair, extra="&thread=MainThread")
     page.locator("#view-before").click()
     page.wait_for_selector("#diff-chart[data-state=ready][data-view=before]")
     page.locator(f'#diff-chart g.frame[name="{SYNC}"]').click()
     page.locator("#diff-search").fill("cuStream")
-    page.wait_for_function("location.search.includes('q=cuStream')")
+    page.wait_for_function("location.search.includes('search=cuStream')")
     shared = page.url
     other = page.context.new_page()
     other.goto(shared)
     other.wait_for_selector("#diff-chart[data-state=ready][data-view=before]")
     assert other.locator("#view-before").get_attribute("aria-pressed") == "true"
     assert other.locator("#diff-search").input_value() == "cuStream"
-    assert other.locator("#diff-chart").get_attribute("data-zoom").endswith(SYNC)
+    assert other.locator("#diff-chart").get_attribute("data-focus").endswith(SYNC)
     assert query(other.url) == query(shared)
-    evil = other.locator(f'#diff-chart g.frame[name="{EVIL}"]')
-    assert evil.count() == 0 or evil.evaluate("g => g.classList.contains('fade')") is not None
+    assert query(shared)["thread"] == "MainThread" and query(shared)["diff"] == "before"
+    # Zoomed into the sync frame: its sibling is hidden, as on the first page.
+    assert other.locator(f'#diff-chart g.frame[name="{EVIL}"]').count() == 0
+    assert other.locator(f'#diff-chart g.frame[name="{SYNC}"]').count() == 1
 
 
 def test_frame_names_stay_text_in_labels_and_tooltips(page, live_server, pair):
@@ -121,13 +90,39 @@ def test_frame_names_stay_text_in_labels_and_tooltips(page, live_server, pair):
     assert page.locator(".diff-tip b, .d3-flame-graph-label b, #diff-details b").count() == 0
 
 
+def test_the_compare_page_looks_right(page, live_server, pair, tmp_path):
+    open_compare(page, live_server, *pair)
+    page.wait_for_timeout(800)  # let the chart's transitions settle
+    page.screenshot(
+        path=os.environ.get("COMPARE_SCREENSHOT", str(tmp_path / "c.png")), full_page=True
+    )
+
+
 def test_a_trend_point_opens_its_capture(page, live_server):
     run = Run.objects.create(name="trend-run")
     make_capture(2000, 620, run=run, minutes_ago=30)
     latest = make_capture(2000, 100, run=run, minutes_ago=5, scheduled=True)
     page.goto(f"{live_server.url}/trends/?kind=category&name=sync&runs=5")
     page.wait_for_selector(".trend-chart[data-state=ready]")
+    if os.environ.get("COMPARE_SCREENSHOT"):
+        page.screenshot(path=os.environ["COMPARE_SCREENSHOT"] + ".trends.png", full_page=True)
     point = page.locator(f'.trend-chart a.point[data-capture="{latest.pk}"]')
     assert "scheduled" in point.get_attribute("class")
     point.click()
     page.wait_for_url(f"**/captures/{latest.pk}/")
+
+
+def test_the_run_page_charts_category_shares_and_marks_lag_and_schedule(page, live_server):
+    run = Run.objects.create(name="trended")
+    make_capture(2000, 620, run=run, minutes_ago=30)
+    lagging = make_capture(2000, 400, run=run, minutes_ago=20, lag={"verdict": "degraded"})
+    scheduled = make_capture(2000, 100, run=run, minutes_ago=10, scheduled=True)
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    page.wait_for_selector("#trends [data-state=ready]")
+    sync = page.locator('#trends g.series[data-series="sync"]')
+    assert sync.locator("a.point").count() == 3
+    assert "lagging" in sync.locator(f'a.point[data-capture="{lagging.pk}"]').get_attribute("class")
+    point = sync.locator(f'a.point[data-capture="{scheduled.pk}"]')
+    assert "scheduled" in point.get_attribute("class")
+    point.click()
+    page.wait_for_url(f"**/captures/{scheduled.pk}/")

@@ -241,3 +241,19 @@ def test_the_trends_page_renders_for_a_teammate(teammate_client, django_assert_m
     with django_assert_max_num_queries(6):
         response = teammate_client.get("/trends/", {"kind": "category", "name": "sync"})
     assert response.status_code == 200 and b"trends-page" in response.content
+
+
+def test_a_thread_filter_without_raw_samples_says_the_tables_cover_all_threads(teammate_client):
+    a = make_capture(minutes_ago=9, threads=("MainThread", "loader"))
+    b = make_capture(sync=100, threads=("MainThread", "loader"))
+    html = teammate_client.get(compare_url(a, b, thread="loader")).content.decode()
+    assert "the tables show all threads" in html
+    assert '<option value="loader" selected>' in html
+
+
+def test_the_run_page_partial_points_its_chart_at_the_run_trends(rf):
+    from django.template.loader import render_to_string
+
+    run = Run.objects.create(name="partial")
+    html = render_to_string("profiles/_run_trends.html", {"run": run})
+    assert f'data-trend-url="/runs/{run.pk}/trends.json"' in html

@@ -298,3 +298,14 @@ def test_host_check_turns_into_a_json_ready_dict():
 
     check = HostCheck(ssh_ok=True, processes=[ProcessInfo(1, "root", 0.5, 3, "python x")])
     assert json.loads(json.dumps(check.as_dict()))["processes"][0]["threads"] == 3
+
+
+def test_a_pyspy_path_under_home_expands_on_the_host_but_nothing_else_does(tmp_path):
+    target = Target("local", py_spy="~/bin dir/py-spy $(x)")
+    script = record_script(target, 1, RecordSettings())
+    assert "PYSPY=\"$HOME\"/'bin dir/py-spy $(x)'" in script
+    shown = subprocess.run(
+        ["sh", "-c", script.split("if ! command")[0] + 'printf %s "$PYSPY"'],
+        capture_output=True, text=True, env={"HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert shown.stdout == f"{tmp_path}/bin dir/py-spy $(x)"

@@ -35,7 +35,6 @@ HOSTILE = [
     "' ; touch {c} ; '",
     '" ; touch {c} ; "',
     "&& touch {c} #",
-    "| touch {c}",
     "x'$(touch {c})'y",
     "\\'; touch {c}; echo \\'",
 ]
@@ -142,3 +141,9 @@ def test_hostile_settings_never_reach_a_shell_even_as_numbers(tmp_path):
     # The only free-form numbers are written by Python; sh -n proves the script parses.
     script = record_script(Target("local"), 2**31 - 1, RecordSettings(duration_s=1e6, rate=10**6))
     assert subprocess.run(["sh", "-n", "-c", script]).returncode == 0
+
+
+def test_the_canary_would_catch_a_value_that_reached_a_shell_unquoted(tmp_path):
+    canary = tmp_path / "canary"
+    subprocess.run(["sh", "-c", "echo " + HOSTILE[0].format(c=canary)], capture_output=True)
+    assert canary.exists(), "the hostile values above would not have shown an injection"

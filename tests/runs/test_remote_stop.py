@@ -102,3 +102,12 @@ def test_a_pyspy_ignoring_sigint_is_killed_at_duration_plus_margin(transport, re
     assert caught.value.cause == "bound_exceeded" and not caught.value.transient
     assert time.monotonic() - start < 1 + 1.5 + 2
     assert wait_until(lambda: not _sleeping(tag), 5), "the stubborn sampler survived"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_cancel_before_pyspy_is_ready_still_stops_it_cleanly(transport, request, workload):
+    target = request.getfixturevalue(f"{transport}_target")
+    result = record(target, workload.pid, LONG, margin_s=8, should_cancel=lambda: True)
+    assert result.stopped_by == "cancel" and result.exit_code == 0
+    assert result.elapsed_s < 5
+    assert not pyspy_running(workload.pid)

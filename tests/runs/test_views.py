@@ -19,12 +19,16 @@ def run(db):
 
 @pytest.fixture
 def process(run):
-    return RunProcess.objects.create(run=run, host=Host.objects.get(name="local"), pid=4242, role="target-0")
+    return RunProcess.objects.create(
+        run=run, host=Host.objects.get(name="local"), pid=4242, role="target-0"
+    )
 
 
 def context_json(response, element_id: str):
     html = response.content.decode()
-    return json.loads(html.split(f'id="{element_id}" type="application/json">')[1].split("</script>")[0])
+    return json.loads(
+        html.split(f'id="{element_id}" type="application/json">')[1].split("</script>")[0]
+    )
 
 
 PAGES = ["runs:run_list", "runs:run_detail", "runs:host_list", "runs:host_detail"]
@@ -47,7 +51,9 @@ def test_anonymous_users_are_sent_to_log_in(client, run, name):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", PAGES)
-def test_a_teammate_sees_run_and_host_pages_without_launch_buttons(teammate_client, run, process, name):
+def test_a_teammate_sees_run_and_host_pages_without_launch_buttons(
+    teammate_client, run, process, name
+):
     response = teammate_client.get(_url(name, run))
     assert response.status_code == 200
     assert 'class="capture-launch"' not in response.content.decode()
@@ -73,22 +79,40 @@ def test_a_teammate_gets_403_on_every_write(teammate_client, run, process):
 @pytest.mark.django_db
 def test_an_owner_creates_a_run_with_tags_and_edits_it(owner_client, owner):
     response = owner_client.post(
-        reverse("runs:run_create"), {"name": "gpt bs32", "description": "d", "status": "running", "tags_text": "baseline, bs32", "schedule_every_min": 0}
+        reverse("runs:run_create"),
+        {
+            "name": "gpt bs32",
+            "description": "d",
+            "status": "running",
+            "tags_text": "baseline, bs32",
+            "schedule_every_min": 0,
+        },
     )
     run = Run.objects.get(name="gpt bs32")
     assert response.status_code == 302 and run.created_by == owner and run.started_at
     assert sorted(run.tags.values_list("name", flat=True)) == ["baseline", "bs32"]
     owner_client.post(
-        reverse("runs:run_edit", args=[run.pk]), {"name": "gpt bs32", "status": "finished", "tags_text": "after-fix", "schedule_every_min": 0}
+        reverse("runs:run_edit", args=[run.pk]),
+        {
+            "name": "gpt bs32",
+            "status": "finished",
+            "tags_text": "after-fix",
+            "schedule_every_min": 0,
+        },
     )
     run.refresh_from_db()
-    assert run.status == "finished" and list(run.tags.values_list("name", flat=True)) == ["after-fix"]
+    assert run.status == "finished" and list(run.tags.values_list("name", flat=True)) == [
+        "after-fix"
+    ]
 
 
 @pytest.mark.django_db
 def test_an_owner_attaches_and_detaches_a_process(owner_client, run):
     host = Host.objects.get(name="local")
-    owner_client.post(reverse("runs:run_process_add", args=[run.pk]), {"host": host.pk, "pid": 777, "role": "rank 0"})
+    owner_client.post(
+        reverse("runs:run_process_add", args=[run.pk]),
+        {"host": host.pk, "pid": 777, "role": "rank 0"},
+    )
     process = run.processes.get()
     assert (process.pid, process.role) == (777, "rank 0")
     owner_client.post(reverse("runs:run_process_remove", args=[run.pk, process.pk]))
@@ -96,16 +120,27 @@ def test_an_owner_attaches_and_detaches_a_process(owner_client, run):
 
 
 @pytest.mark.django_db
-def test_an_owner_starts_a_capture_of_a_run_process_with_defaults(owner_client, owner, run, process):
+def test_an_owner_starts_a_capture_of_a_run_process_with_defaults(
+    owner_client, owner, run, process
+):
     response = owner_client.post(
-        reverse("runs:run_process_capture", args=[run.pk, process.pk]), "{}", content_type="application/json"
+        reverse("runs:run_process_capture", args=[run.pk, process.pk]),
+        "{}",
+        content_type="application/json",
     )
     assert response.status_code == 201
     capture = Capture.objects.get(pk=response.json()["id"])
-    assert (capture.process, capture.run, capture.pid, capture.requested_by) == (process, run, 4242, owner)
+    assert (capture.process, capture.run, capture.pid, capture.requested_by) == (
+        process,
+        run,
+        4242,
+        owner,
+    )
     assert (capture.duration, capture.rate, capture.native, capture.threads) == (30, 20, True, True)
     bad = owner_client.post(
-        reverse("runs:run_process_capture", args=[run.pk, process.pk]), json.dumps({"rate": 0}), content_type="application/json"
+        reverse("runs:run_process_capture", args=[run.pk, process.pk]),
+        json.dumps({"rate": 0}),
+        content_type="application/json",
     )
     assert bad.status_code == 400 and "rate" in bad.json()["errors"]
 
@@ -113,32 +148,64 @@ def test_an_owner_starts_a_capture_of_a_run_process_with_defaults(owner_client, 
 @pytest.mark.django_db
 def test_the_capture_button_knows_which_rates_fell_behind_before(owner_client, run, process):
     Capture.objects.create(
-        host=process.host, pid=process.pid, rate=49, status=Capture.Status.DONE, stats=fake_stats(0, "unreliable")
+        host=process.host,
+        pid=process.pid,
+        rate=49,
+        status=Capture.Status.DONE,
+        stats=fake_stats(0, "unreliable"),
     )
     Capture.objects.create(
-        host=process.host, pid=999, rate=49, status=Capture.Status.DONE, stats=fake_stats(0, "unreliable")
+        host=process.host,
+        pid=999,
+        rate=49,
+        status=Capture.Status.DONE,
+        stats=fake_stats(0, "unreliable"),
     )
     history = context_json(owner_client.get(run.get_absolute_url()), "launch-context")["lagHistory"]
-    assert [(h["pid"], h["rate"], h["verdict"], h["recommended_rate"]) for h in history] == [(4242, 49, "unreliable", 10)]
+    assert [(h["pid"], h["rate"], h["verdict"], h["recommended_rate"]) for h in history] == [
+        (4242, 49, "unreliable", 10)
+    ]
 
 
 @pytest.mark.django_db
 def test_the_owner_creates_and_edits_hosts(owner_client):
     response = owner_client.post(
         reverse("runs:host_create"),
-        {"name": "gpu-1", "transport": "ssh", "address": "gpu-1.lan", "py_spy": "py-spy", "exec_prefix": "pct exec 200 --"},
+        {
+            "name": "gpu-1",
+            "transport": "ssh",
+            "address": "gpu-1.lan",
+            "py_spy": "py-spy",
+            "exec_prefix": "pct exec 200 --",
+        },
     )
     host = Host.objects.get(name="gpu-1")
     assert response.status_code == 302 and host.exec_prefix == "pct exec 200 --"
-    bad = owner_client.post(reverse("runs:host_edit", args=[host.pk]), {"name": "gpu-1", "transport": "ssh", "address": "-oProxyCommand=x", "py_spy": "py-spy"})
+    bad = owner_client.post(
+        reverse("runs:host_edit", args=[host.pk]),
+        {"name": "gpu-1", "transport": "ssh", "address": "-oProxyCommand=x", "py_spy": "py-spy"},
+    )
     assert bad.status_code == 200 and "must not start" in bad.content.decode()
 
 
 @pytest.mark.django_db
 def test_the_host_page_shows_the_last_check_and_its_processes(owner_client):
     host = Host.objects.get(name="local")
-    host.last_check = {"ok": True, "ssh_ok": True, "py_spy_version": "0.4.1", "can_attach": True,
-                       "processes": [{"pid": 31, "user": "root", "cpu_percent": 99.0, "threads": 9, "command": "<b>python</b> train.py"}]}
+    host.last_check = {
+        "ok": True,
+        "ssh_ok": True,
+        "py_spy_version": "0.4.1",
+        "can_attach": True,
+        "processes": [
+            {
+                "pid": 31,
+                "user": "root",
+                "cpu_percent": 99.0,
+                "threads": 9,
+                "command": "<b>python</b> train.py",
+            }
+        ],
+    }
     host.save()
     response = owner_client.get(host.get_absolute_url())
     assert context_json(response, "host-check")["processes"][0]["pid"] == 31
@@ -152,7 +219,9 @@ def test_the_run_list_searches_by_name_and_tag_and_filters_by_status_and_host(te
     b.tags.add(Tag.objects.create(name="after-fix"))
     other = Host.objects.create(name="gpu-9", transport="local")
     RunProcess.objects.create(run=a, host=other, pid=1)
-    names = lambda params: [r["run"].name for r in teammate_client.get(reverse("runs:run_list"), params).context["rows"]]  # noqa: E731
+    names = lambda params: [
+        r["run"].name for r in teammate_client.get(reverse("runs:run_list"), params).context["rows"]
+    ]  # noqa: E731
     assert names({}) == ["beta", "alpha"]
     assert names({"q": "alp"}) == ["alpha"]
     assert names({"q": "after-fix"}) == ["beta"]
@@ -176,7 +245,9 @@ def test_the_run_list_is_paginated_with_latest_capture_and_sparkline_in_bounded_
 
 
 @pytest.mark.django_db
-def test_a_run_with_1000_captures_opens_quickly_in_bounded_queries(teammate_client, run, process, django_assert_max_num_queries):
+def test_a_run_with_1000_captures_opens_quickly_in_bounded_queries(
+    teammate_client, run, process, django_assert_max_num_queries
+):
     bulk_captures(1000, run=run, process=process)
     start = time.perf_counter()
     with django_assert_max_num_queries(14):

@@ -42,7 +42,7 @@ def test_it_joins_a_process_record_split_by_newlines_in_the_command_line():
 
 
 def test_it_joins_continuation_lines_even_when_the_first_piece_ends_in_a_number():
-    lines = ['process 1:"python -c x = 5', "y = 6\";thread (2): main;f (a.py:1) 7"]
+    lines = ['process 1:"python -c x = 5', 'y = 6";thread (2): main;f (a.py:1) 7']
     stats = analyze(parse_raw_lines(lines))
     assert stats["total_samples"] == 7
     assert stats["threads"][0]["pid"] == 1

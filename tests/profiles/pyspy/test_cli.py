@@ -36,8 +36,16 @@ def test_it_honours_max_nodes_keywords_and_thread_filters(tmp_path):
     keywords = tmp_path / "kw.txt"
     keywords.write_text("# mine\nwork: compress_block\n")
     done = _run(
-        "analyze", DATA / "threads.txt", "--max-nodes", 10, "--keywords", keywords,
-        "--thread", "target-0", "--thread", "target-1",
+        "analyze",
+        DATA / "threads.txt",
+        "--max-nodes",
+        10,
+        "--keywords",
+        keywords,
+        "--thread",
+        "target-0",
+        "--thread",
+        "target-1",
     )
     stats = json.loads(done.stdout)
     assert [k["keyword"] for k in stats["keywords"]] == ["compress_block"]

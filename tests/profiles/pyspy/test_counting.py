@@ -17,7 +17,8 @@ KEYWORDS = (
 STACKS = [
     "main (m.py:1);f (a.py:1);f (a.py:1);f (a.py:1);cudaMalloc_wrapper (libx.so) 10",
     "main (m.py:1);g (a.py:2);cuLaunchKernel (libcuda.so.1);cuLaunchKernel_inner (libcuda.so.1) 5",
-    "main (m.py:1);h (a.py:3);cudaStreamSynchronize (libcudart.so);cuStreamSynchronize (libcuda.so.1) 4",
+    "main (m.py:1);h (a.py:3);cudaStreamSynchronize (libcudart.so);"
+    "cuStreamSynchronize (libcuda.so.1) 4",
     "main (m.py:1);free_list (a.py:4);malloc_impl (libc.so.6) 3",
     "main (m.py:1);Net.forward (n.py:9);Block.forward (n.py:20);Block.forward (n.py:20) 7",
     "main (m.py:1) 1",
@@ -105,7 +106,9 @@ def test_it_filters_every_statistic_by_thread_name_or_tid():
     everything = analyze(profile)
     wanted = {t["name"]: t for t in everything["threads"] if t["name"] in ("target-0", "target-1")}
     by_name = analyze(profile, AnalysisOptions(threads=frozenset(wanted)))
-    by_tid = analyze(profile, AnalysisOptions(threads=frozenset(str(t["tid"]) for t in wanted.values())))
+    by_tid = analyze(
+        profile, AnalysisOptions(threads=frozenset(str(t["tid"]) for t in wanted.values()))
+    )
     assert by_name == by_tid
     assert by_name["total_samples"] == sum(t["samples"] for t in wanted.values())
     assert {t["name"] for t in by_name["threads"]} == set(wanted)

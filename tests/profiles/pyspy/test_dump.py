@@ -11,7 +11,10 @@ def test_it_reads_threads_with_status_and_frames_innermost_first():
     threads = parse_dump((DATA / "dump.txt").read_text())
     main = threads[0]
     assert (main["name"], main["status"], main["idle"], main["active"]) == (
-        "MainThread", "idle", True, False,
+        "MainThread",
+        "idle",
+        True,
+        False,
     )
     assert main["frames"][-1]["name"] == "<module>"
     assert main["frames"][0]["native"] is False

@@ -21,7 +21,8 @@ def test_it_reads_warnings_with_and_without_prefix_and_colour():
     log = "\n".join(
         [
             FIRST,
-            "py-spy> 1.02s behind in sampling, results may be inaccurate. Try reducing the sampling rate",
+            "py-spy> 1.02s behind in sampling, results may be inaccurate. "
+            "Try reducing the sampling rate",
             "1.50s behind in sampling, results may be inaccurate. Try reducing the sampling rate.",
             "\x1b[32m\x1b[1mpy-spy\x1b[0m\x1b[2m>\x1b[0m 2.01s behind in sampling, results may be",
             LAST,

@@ -47,7 +47,7 @@ def test_arbitrary_text_parses_or_raises_profile_error(text):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(alphabet="ab;; \r#1.-\n\"process:thread()7", max_size=30), max_size=20))
+@given(st.lists(st.text(alphabet='ab;; \r#1.-\n"process:thread()7', max_size=30), max_size=20))
 def test_arbitrary_raw_lines_never_break_the_invariants(lines):
     check_invariants(analyze(parse_raw_lines(lines), OPTIONS))
 

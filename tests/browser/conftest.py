@@ -1,0 +1,71 @@
+"""Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright, against
+pytest-django's live_server. Never `playwright install`: the system browser is used."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; Django's ORM calls from
+# the test body are still synchronous and safe here.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"needs {CHROMIUM} (apt-get install chromium)")
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Tab:
+    """A logged-in browser tab that records page errors (checked at teardown)."""
+
+    def __init__(self, context, page, base_url: str) -> None:
+        self.context, self.page, self.base_url = context, page, base_url
+        self.errors: list[str] = []
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
+        page.on("dialog", lambda dialog: self.errors.append(f"dialog: {dialog.message}") or dialog.dismiss())
+
+    def goto(self, path: str):
+        self.page.goto(self.base_url + path)
+        return self.page
+
+
+@pytest.fixture
+def open_tab(chromium, live_server, client):
+    """open_tab(user) → a Tab logged in as that user (session cookie from the test client)."""
+    tabs: list[Tab] = []
+
+    def open_(user, width: int = 1440, height: int = 1000) -> Tab:
+        client.force_login(user)
+        context = chromium.new_context(viewport={"width": width, "height": height})
+        context.add_cookies(
+            [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+        )
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        tab = Tab(context, page, live_server.url)
+        tabs.append(tab)
+        return tab
+
+    yield open_
+    for tab in tabs:
+        tab.context.close()
+    errors = [e for tab in tabs for e in tab.errors if "favicon" not in e and "status of 40" not in e]
+    assert not errors, errors
