@@ -18,7 +18,7 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from profiles import pyspy
-from runs import remote
+from runs import gpu, remote
 from runs.services import host_target
 
 from .models import Capture, KeywordSet
@@ -219,6 +219,9 @@ def _execute_record(capture: Capture) -> str:
         on_progress=progress.on_line, should_cancel=progress.should_cancel,
     )
     capture_store_outputs(capture=capture, raw=result.raw, log=result.log)
+    if result.gpu_csv:
+        capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)
+        capture.save(update_fields=["gpu_samples"])
     if result.raw is None:
         failure = remote.classify(result.exit_code, result.stderr, result.log)
         cause = failure.cause if failure else "no_output"

@@ -81,10 +81,15 @@ def _filtered_captures(params) -> QuerySet[Capture]:
 
 @require_GET
 def capture_list(request):
-    page = Paginator(_filtered_captures(request.GET), CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(_filtered_captures(request.GET), CAPTURES_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     context = {
-        "page": page, "params": request.GET, "statuses": Capture.Status.choices,
-        "kinds": Capture.Kind.choices, "hosts": Host.objects.only("pk", "name"),
+        "page": page,
+        "params": request.GET,
+        "statuses": Capture.Status.choices,
+        "kinds": Capture.Kind.choices,
+        "hosts": Host.objects.only("pk", "name"),
         "tags": Tag.objects.filter(captures__isnull=False).distinct(),
     }
     return render(request, "profiles/capture_list.html", context)
@@ -120,7 +125,10 @@ def capture_detail(request, pk: int):
     is_dump = capture.kind == Capture.Kind.DUMP or stats.get("format") == "dump"
     wanted_ks = request.GET.get("ks", "")
     context = {
-        "capture": capture, "stats": stats, "lag": lag, "is_dump": is_dump,
+        "capture": capture,
+        "stats": stats,
+        "lag": lag,
+        "is_dump": is_dump,
         "lag_bad": bool(lag and lag.get("verdict") != "ok"),
         "dump_groups": _dump_groups(stats) if is_dump else [],
         "comments": capture.comments.select_related("author"),
@@ -129,11 +137,17 @@ def capture_detail(request, pk: int):
         "ks_mismatch": wanted_ks.isdigit() and int(wanted_ks) != capture.keyword_set_id,
         "can_launch": can_launch(request.user),
         "page_data": {
-            "id": capture.pk, "status": capture.status, "kind": capture.kind,
-            "final": capture.is_final, "host": capture.host_id, "pid": capture.pid,
-            "run": capture.run_id, "process": capture.process_id,
+            "id": capture.pk,
+            "status": capture.status,
+            "kind": capture.kind,
+            "final": capture.is_final,
+            "host": capture.host_id,
+            "pid": capture.pid,
+            "run": capture.run_id,
+            "process": capture.process_id,
             "settings": {f: getattr(capture, f) for f in services.RECORD_FIELDS},
-            "hasFlamegraph": bool(capture.flamegraph_file), "stats": _page_stats(capture),
+            "hasFlamegraph": bool(capture.flamegraph_file),
+            "stats": _page_stats(capture),
         },
         "launch": launch_context(request.user, capture.run, _same_process(capture)),
     }
@@ -182,7 +196,9 @@ def _download_body(capture: Capture, what: str) -> tuple[Iterator[bytes], str, s
     if what == "folded":
         body = _gunzipped(capture.raw_file) if fmt == "raw" else _exported(capture, "to_folded")
         return body, "text/plain", "folded.txt"
-    body = _gunzipped(capture.raw_file) if fmt == "speedscope" else _exported(capture, "to_speedscope")
+    body = (
+        _gunzipped(capture.raw_file) if fmt == "speedscope" else _exported(capture, "to_speedscope")
+    )
     return body, "application/json", "speedscope.json"
 
 
@@ -245,11 +261,15 @@ def capture_reanalyze(request, pk: int):
 
 @require_http_methods(["GET", "POST"])
 def capture_import(request):
-    form = ImportForm(request.POST or None, request.FILES or None, initial={"run": request.GET.get("run")})
+    form = ImportForm(
+        request.POST or None, request.FILES or None, initial={"run": request.GET.get("run")}
+    )
     if request.method == "POST" and form.is_valid():
         capture = services.capture_import(
-            user=request.user, file=form.cleaned_data["file"],
-            log=form.cleaned_data["log"], run=form.cleaned_data["run"],
+            user=request.user,
+            file=form.cleaned_data["file"],
+            log=form.cleaned_data["log"],
+            run=form.cleaned_data["run"],
         )
         if capture.status == Capture.Status.FAILED:
             messages.error(request, f"Imported, but it could not be analysed: {capture.error}")
@@ -264,7 +284,8 @@ def capture_import(request):
 def keywordset_list(request):
     sets = KeywordSet.objects.annotate(keyword_count=Count("keywords"))
     return render(
-        request, "profiles/keywordset_list.html",
+        request,
+        "profiles/keywordset_list.html",
         {"sets": sets, "can_launch": can_launch(request.user)},
     )
 
@@ -276,7 +297,8 @@ def keywordset_detail(request, pk: int):
     for keyword in keyword_set.keywords.all():
         by_category.setdefault(keyword.category, []).append(keyword)
     context = {
-        "keyword_set": keyword_set, "by_category": by_category,
+        "keyword_set": keyword_set,
+        "by_category": by_category,
         "capture_count": Capture.objects.filter(keyword_set=keyword_set).count(),
         "can_launch": can_launch(request.user),
     }
@@ -302,7 +324,9 @@ def _keywordset_form_page(request, keyword_set: KeywordSet | None):
         saved = _save_keyword_set(form)
         messages.success(request, f"Keyword set “{saved.name}” saved.")
         return redirect(saved)
-    return render(request, "profiles/keywordset_form.html", {"form": form, "keyword_set": keyword_set})
+    return render(
+        request, "profiles/keywordset_form.html", {"form": form, "keyword_set": keyword_set}
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -321,5 +345,3 @@ def keywordset_edit(request, pk: int):
 def group_detail(request, pk: int):
     group = get_object_or_404(CaptureGroup.objects.select_related("run"), pk=pk)
     return render(request, "profiles/group_detail.html", {"group": group})
-
-

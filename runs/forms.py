@@ -35,7 +35,17 @@ class RunProcessForm(forms.Form):
 class HostForm(forms.ModelForm):
     class Meta:
         model = Host
-        fields = ["name", "transport", "address", "port", "username", "exec_prefix", "py_spy", "sudo", "notes"]
+        fields = [
+            "name",
+            "transport",
+            "address",
+            "port",
+            "username",
+            "exec_prefix",
+            "py_spy",
+            "sudo",
+            "notes",
+        ]
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 
 

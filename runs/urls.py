@@ -16,11 +16,13 @@ urlpatterns = [
     path("runs/<int:pk>/processes/", views.run_process_add, name="run_process_add"),
     path(
         "runs/<int:pk>/processes/<int:process_pk>/remove/",
-        views.run_process_remove, name="run_process_remove",
+        views.run_process_remove,
+        name="run_process_remove",
     ),
     path(
         "runs/<int:pk>/processes/<int:process_pk>/capture/",
-        views.run_process_capture, name="run_process_capture",
+        views.run_process_capture,
+        name="run_process_capture",
     ),
     path("hosts/", views.host_list, name="host_list"),
     path("hosts/new/", views.host_create, name="host_create"),
@@ -28,4 +30,6 @@ urlpatterns = [
     path("hosts/<int:pk>/edit/", views.host_edit, name="host_edit"),
 ]
 if compare_views is not None and hasattr(compare_views, "run_trends"):
-    urlpatterns.append(path("runs/<int:pk>/trends.json", compare_views.run_trends, name="run_trends"))
+    urlpatterns.append(
+        path("runs/<int:pk>/trends.json", compare_views.run_trends, name="run_trends")
+    )

@@ -36,8 +36,15 @@ CAPTURES_PER_PAGE = 50
 SPARK_CAPTURES = 12
 SPARK_CATEGORIES = 3
 CAPTURE_DEFAULTS = {
-    "duration": 30, "rate": 20, "native": True, "threads": True, "idle": False,
-    "gil": False, "nonblocking": False, "subprocesses": False, "kind": "record",
+    "duration": 30,
+    "rate": 20,
+    "native": True,
+    "threads": True,
+    "idle": False,
+    "gil": False,
+    "nonblocking": False,
+    "subprocesses": False,
+    "kind": "record",
 }
 
 
@@ -55,7 +62,9 @@ def launch_required(view):
 
 def _get_run_for_user(user, pk: int) -> Run:
     # Every logged-in user may see every run; the helper is where a rule would go.
-    return get_object_or_404(Run.objects.select_related("created_by").prefetch_related("tags"), pk=pk)
+    return get_object_or_404(
+        Run.objects.select_related("created_by").prefetch_related("tags"), pk=pk
+    )
 
 
 def _get_host_for_user(user, pk: int) -> Host:
@@ -69,10 +78,13 @@ def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
     """Captures for a table: a few stats keys, never the whole stats JSON."""
     comments = (
         Comment.objects.filter(capture=OuterRef("pk"))
-        .values("capture").annotate(c=Count("pk")).values("c")
+        .values("capture")
+        .annotate(c=Count("pk"))
+        .values("c")
     )
     return (
-        qs.select_related("host", "run", "process").prefetch_related("tags")
+        qs.select_related("host", "run", "process")
+        .prefetch_related("tags")
         .defer("stats", "progress", "gpu_samples", "error")
         .annotate(
             total_samples=KeyTransform("total_samples", "stats"),
@@ -90,14 +102,28 @@ def lag_history(condition: Q, limit: int = 200) -> list[dict[str, Any]]:
     rows = (
         Capture.objects.filter(condition, stats__lag__verdict__in=["degraded", "unreliable"])
         .order_by("-queued_at")
-        .values("pk", "host_id", "pid", "process_id", "rate",
-                "stats__lag__verdict", "stats__lag__recommended_rate", "stats__lag__max_behind_s")[:limit]
+        .values(
+            "pk",
+            "host_id",
+            "pid",
+            "process_id",
+            "rate",
+            "stats__lag__verdict",
+            "stats__lag__recommended_rate",
+            "stats__lag__max_behind_s",
+        )[:limit]
     )
     return [
-        {"id": r["pk"], "host": r["host_id"], "pid": r["pid"], "process": r["process_id"],
-         "rate": r["rate"], "verdict": r["stats__lag__verdict"],
-         "recommended_rate": r["stats__lag__recommended_rate"],
-         "max_behind_s": r["stats__lag__max_behind_s"]}
+        {
+            "id": r["pk"],
+            "host": r["host_id"],
+            "pid": r["pid"],
+            "process": r["process_id"],
+            "rate": r["rate"],
+            "verdict": r["stats__lag__verdict"],
+            "recommended_rate": r["stats__lag__recommended_rate"],
+            "max_behind_s": r["stats__lag__max_behind_s"],
+        }
         for r in rows
     ]
 
@@ -118,12 +144,16 @@ def launch_context(user, run: Run | None, condition: Q) -> dict[str, Any]:
 def _filtered_runs(params) -> QuerySet[Run]:
     runs = Run.objects.prefetch_related("tags").order_by("-created_at")
     if q := params.get("q", "").strip():
-        runs = runs.filter(Q(name__icontains=q) | Q(tags__name__iexact=q) | Q(description__icontains=q))
+        runs = runs.filter(
+            Q(name__icontains=q) | Q(tags__name__iexact=q) | Q(description__icontains=q)
+        )
     if params.get("status") in Run.Status.values:
         runs = runs.filter(status=params["status"])
     if (host := params.get("host", "")).isdigit():
         runs = runs.filter(Q(processes__host_id=host) | Q(captures__host_id=host))
-    count = Capture.objects.filter(run=OuterRef("pk")).values("run").annotate(c=Count("pk")).values("c")
+    count = (
+        Capture.objects.filter(run=OuterRef("pk")).values("run").annotate(c=Count("pk")).values("c")
+    )
     return runs.distinct().annotate(capture_count=Subquery(count))
 
 
@@ -138,8 +168,18 @@ def _recent_captures(run_ids: list[int]) -> dict[int, list[dict]]:
             host_name=F("host__name"),
         )
         .filter(rn__lte=SPARK_CAPTURES)
-        .values("pk", "run_id", "status", "kind", "queued_at", "pid", "host_name",
-                "categories", "verdict", "original_name")
+        .values(
+            "pk",
+            "run_id",
+            "status",
+            "kind",
+            "queued_at",
+            "pid",
+            "host_name",
+            "categories",
+            "verdict",
+            "original_name",
+        )
     )
     by_run: dict[int, list[dict]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: r["queued_at"], reverse=True):
@@ -157,7 +197,9 @@ def sparkline(captures: list[dict], width: int = 120, height: int = 26) -> list[
         for cat in capture["categories"]:
             totals[cat["category"]] += cat["percent"]
     main = sorted(totals, key=totals.get, reverse=True)[:SPARK_CATEGORIES]
-    top = max([c["percent"] for cap in done for c in cap["categories"] if c["category"] in main] + [1])
+    top = max(
+        [c["percent"] for cap in done for c in cap["categories"] if c["category"] in main] + [1]
+    )
     step = width / max(len(done) - 1, 1)
     lines = []
     for name in main:
@@ -175,12 +217,19 @@ def run_list(request):
     page = Paginator(_filtered_runs(request.GET), RUNS_PER_PAGE).get_page(request.GET.get("page"))
     recent = _recent_captures([run.pk for run in page.object_list])
     rows = [
-        {"run": run, "latest": (recent.get(run.pk) or [None])[0], "spark": sparkline(recent.get(run.pk, []))}
+        {
+            "run": run,
+            "latest": (recent.get(run.pk) or [None])[0],
+            "spark": sparkline(recent.get(run.pk, [])),
+        }
         for run in page.object_list
     ]
     context = {
-        "page": page, "rows": rows, "statuses": Run.Status.choices,
-        "hosts": Host.objects.only("pk", "name"), "params": request.GET,
+        "page": page,
+        "rows": rows,
+        "statuses": Run.Status.choices,
+        "hosts": Host.objects.only("pk", "name"),
+        "params": request.GET,
         "can_launch": can_launch(request.user),
     }
     return render(request, "runs/run_list.html", context)
@@ -193,14 +242,21 @@ def run_detail(request, pk: int):
     captures = capture_rows(Capture.objects.filter(run=run))
     if tag := request.GET.get("tag"):
         captures = captures.filter(tags__name=tag)
-    page = Paginator(captures.order_by("-queued_at"), CAPTURES_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(captures.order_by("-queued_at"), CAPTURES_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     pairs = Q(process__run=run)
     for p in processes:
         pairs |= Q(host_id=p.host_id, pid=p.pid)
     context = {
-        "run": run, "processes": processes, "page": page, "tag": tag,
-        "process_form": RunProcessForm(), "import_form": ImportForm(initial={"run": run}),
-        "launch": launch_context(request.user, run, pairs), "can_launch": can_launch(request.user),
+        "run": run,
+        "processes": processes,
+        "page": page,
+        "tag": tag,
+        "process_form": RunProcessForm(),
+        "import_form": ImportForm(initial={"run": run}),
+        "launch": launch_context(request.user, run, pairs),
+        "can_launch": can_launch(request.user),
         "has_trends": finders.find("js/trends.js") is not None,
         "run_tags": sorted({t.name for c in page.object_list for t in c.tags.all()}),
     }
@@ -215,8 +271,11 @@ def _save_run(form: RunForm, user) -> Run:
             run.tags.set(services.tags_from_text(data["tags_text"]))
             return run
         run = services.run_create(
-            user=user, name=data["name"], description=data["description"],
-            tags=data["tags_text"], status=data["status"],
+            user=user,
+            name=data["name"],
+            description=data["description"],
+            tags=data["tags_text"],
+            status=data["status"],
         )
         for field in ("started_at", "ended_at", "schedule_every_min"):
             if data.get(field) is not None:  # keep run_create's start time unless one was given
@@ -284,18 +343,26 @@ def _launch_data(request) -> dict[str, Any]:
 @launch_required
 def run_process_capture(request, pk: int, process_pk: int):
     """Start a capture of one process of a run (JSON in, {id, status} out, like the API)."""
-    process = get_object_or_404(RunProcess.objects.select_related("host", "run"), pk=process_pk, run_id=pk)
+    process = get_object_or_404(
+        RunProcess.objects.select_related("host", "run"), pk=process_pk, run_id=pk
+    )
     form = CaptureLaunchForm(_launch_data(request))
     if not form.is_valid():
         return JsonResponse({"errors": form.errors}, status=400)
     settings_ = dict(form.cleaned_data)
     try:
         capture = capture_create(
-            user=request.user, host=process.host, pid=process.pid, kind=settings_.pop("kind"),
-            process=process, **settings_,
+            user=request.user,
+            host=process.host,
+            pid=process.pid,
+            kind=settings_.pop("kind"),
+            process=process,
+            **settings_,
         )
     except ValidationError as exc:
-        return JsonResponse({"errors": exc.message_dict if hasattr(exc, "error_dict") else exc.messages}, status=400)
+        return JsonResponse(
+            {"errors": exc.message_dict if hasattr(exc, "error_dict") else exc.messages}, status=400
+        )
     return JsonResponse({"id": capture.pk, "status": capture.status}, status=201)
 
 
@@ -304,9 +371,16 @@ def run_process_capture(request, pk: int, process_pk: int):
 
 @require_GET
 def host_list(request):
-    count = Capture.objects.filter(host=OuterRef("pk")).values("host").annotate(c=Count("pk")).values("c")
+    count = (
+        Capture.objects.filter(host=OuterRef("pk"))
+        .values("host")
+        .annotate(c=Count("pk"))
+        .values("c")
+    )
     hosts = Host.objects.annotate(capture_count=Subquery(count)).order_by("name")
-    return render(request, "runs/host_list.html", {"hosts": hosts, "can_launch": can_launch(request.user)})
+    return render(
+        request, "runs/host_list.html", {"hosts": hosts, "can_launch": can_launch(request.user)}
+    )
 
 
 @require_GET
@@ -314,7 +388,9 @@ def host_detail(request, pk: int):
     host = _get_host_for_user(request.user, pk)
     captures = capture_rows(Capture.objects.filter(host=host)).order_by("-queued_at")[:20]
     context = {
-        "host": host, "captures": captures, "check": host.last_check or {},
+        "host": host,
+        "captures": captures,
+        "check": host.last_check or {},
         "launch": launch_context(request.user, None, Q(host=host)),
         "can_launch": can_launch(request.user),
     }

@@ -9,6 +9,8 @@ import math
 import re
 import shlex
 
+from runs import gpu
+
 from .model import (
     ADDRESS_RE,
     CONTROL_RE,
@@ -45,14 +47,8 @@ def _checked_pid(pid: object) -> int:
 def ssh_argv(target: Target) -> list[str]:
     """The `ssh ... -- DEST` argv for a target, without the remote command."""
     address = _checked("address", target.address, ADDRESS_RE)
-    argv = [
-        "ssh",
-        "-T",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        f"ConnectTimeout={target.connect_timeout_s:d}",
-    ]
+    argv = ["ssh", "-T", "-o", "BatchMode=yes"]
+    argv += ["-o", f"ConnectTimeout={int(target.connect_timeout_s)}"]
     argv += ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
     # Given on the command line so it wins over a user's config that would accept new keys.
     argv += ["-o", "StrictHostKeyChecking=yes"]
@@ -62,7 +58,8 @@ def ssh_argv(target: Target) -> list[str]:
         known = _checked_path("known_hosts", target.known_hosts)
         argv += ["-o", f'UserKnownHostsFile="{known}"']
     if target.port is not None:
-        if isinstance(target.port, bool) or not 0 < target.port < 65536:
+        port = target.port
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise ValueError(f"port {target.port!r} is not a TCP port")
         argv += ["-p", str(target.port)]
     if target.username:
@@ -109,7 +106,7 @@ def _script_head(target: Target) -> str:
 
 
 def record_flags(settings: RecordSettings) -> list[str]:
-    """py-spy record flags for the settings (validated; --duration made generous)."""
+    """py-spy record flags for the settings (validated)."""
     duration, rate = settings.duration_s, settings.rate
     if isinstance(duration, bool) or not isinstance(duration, int | float) or not duration > 0:
         raise ValueError(f"duration_s must be a positive number, not {duration!r}")
@@ -117,15 +114,19 @@ def record_flags(settings: RecordSettings) -> list[str]:
         raise ValueError(f"rate must be a positive int, not {rate!r}")
     if settings.format not in ("raw", "speedscope"):
         raise ValueError(f"format must be raw or speedscope, not {settings.format!r}")
-    # --duration counts samples, not seconds: a lagging sampler would overrun it, so
-    # py-spy gets a backstop well past the wall-clock stop flamedeck sends itself.
-    flags = ["--rate", str(rate), "--duration", str(math.ceil(duration) * 2 + 60)]
+    # --duration counts samples (duration x rate), not seconds: a lagging sampler runs
+    # past it, so flamedeck stops py-spy at the wall-clock duration itself. Passing the
+    # real duration keeps py-spy's log truthful for the lag analysis and makes py-spy
+    # stop on its own if the connection drops silently.
+    flags = ["--rate", str(rate), "--duration", str(math.ceil(duration))]
     flags += ["--format", settings.format]
     for name in ("native", "threads", "idle", "gil", "nonblocking", "subprocesses"):
         value = getattr(settings, name)
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be a bool, not {value!r}")
         flags += [f"--{name}"] if value else []
+    if not isinstance(settings.gpu, bool):
+        raise ValueError(f"gpu must be a bool, not {settings.gpu!r}")
     return flags
 
 
@@ -136,6 +137,11 @@ trap 'rm -rf "$dir"' EXIT
 exec 3<&0 </dev/null
 "$PYSPY" record --pid @PID@ @FLAGS@ -o "$dir/out" 3<&- &
 spy=$!
+gpu=
+if [ @GPU@ = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi @GPU_FLAGS@ >"$dir/gpu.csv" 2>/dev/null 3<&- &
+  gpu=$!
+fi
 (
   while read -r _ <&3; do :; done
   n=0
@@ -152,8 +158,12 @@ while [ -z "$code" ]; do
   kill -0 "$spy" 2>/dev/null || code=$rc
 done
 kill "$watch" 2>/dev/null
+[ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
 if [ -f "$dir/out" ]; then has=1; else has=0; fi
-printf '\\n%s %s %s\\n' @MARKER@ "$code" "$has"
+gpu_bytes=0
+[ -s "$dir/gpu.csv" ] && gpu_bytes=$(wc -c <"$dir/gpu.csv" | tr -d ' ')
+printf '\\n%s %s %s %s\\n' @MARKER@ "$code" "$has" "$gpu_bytes"
+[ "$gpu_bytes" -gt 0 ] && cat "$dir/gpu.csv"
 [ "$has" = 1 ] && cat "$dir/out"
 exit 0
 """
@@ -165,13 +175,17 @@ def record_script(
     """POSIX sh that records `pid` and stops py-spy with SIGINT when its stdin closes.
 
     Output: py-spy's stdout (the log) streams first, then the line
-    `END_MARKER <py-spy exit code> <1 if a raw file exists>`, then the raw file.
+    `END_MARKER <py-spy exit code> <1 if a raw file exists> <bytes of GPU CSV>`, then
+    the GPU CSV (nvidia-smi sampled beside py-spy, when the host has it), then the
+    raw file.
     A closed stdin (cancel, wall-clock stop, a dead worker or a dropped connection)
     sends SIGINT, so py-spy writes its samples; SIGKILL follows `kill_after_s` later.
     """
     body = _RECORD_BODY.replace("@PID@", str(_checked_pid(pid)))
     body = body.replace("@FLAGS@", shlex.join(record_flags(settings)))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
+    body = body.replace("@GPU@", "1" if settings.gpu else "0")
+    body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
     return _script_head(target) + body.replace("@MARKER@", END_MARKER)
 
 

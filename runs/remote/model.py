@@ -73,6 +73,8 @@ class RecordSettings:
     """Also profile child processes."""
     format: Literal["raw", "speedscope"] = "raw"
     """Output format: collapsed stacks or a speedscope timeline."""
+    gpu: bool = True
+    """Also sample every GPU with nvidia-smi over the same window, when the host has it."""
 
 
 MESSAGES: dict[str, str] = {
@@ -122,6 +124,8 @@ class RecordResult:
     stopped_by: Literal["duration", "cancel", "bound"]
     elapsed_s: float
     process_exited: bool = False
+    gpu_csv: str | None = None
+    """nvidia-smi's CSV over the capture (see runs.gpu), or None without nvidia-smi."""
 
 
 @dataclass(frozen=True)

@@ -93,16 +93,20 @@ class _RecordWatch:
         return since is not None and time.monotonic() - self.start - since >= self.duration_s
 
 
-def _split_record(stdout: bytes) -> tuple[str, int | None, bytes | None]:
+def _split_record(stdout: bytes) -> tuple[str, int | None, bytes | None, str | None]:
+    """Split the record script's output: log, py-spy's exit code, raw, GPU CSV."""
     at = stdout.find(END_MARKER.encode())
     if at < 0:
-        return stdout.decode(errors="replace"), None, None
+        return stdout.decode(errors="replace"), None, None, None
     log = stdout[:at].decode(errors="replace").removesuffix("\n")
-    head, _, raw = stdout[at:].partition(b"\n")
+    head, _, rest = stdout[at:].partition(b"\n")
     words = head.decode(errors="replace").split()
-    if len(words) != 3 or not words[1].isdigit():
-        return log, None, None
-    return log, int(words[1]), raw if words[2] == "1" else None
+    if len(words) != 4 or not words[1].isdigit() or not words[3].isdigit():
+        return log, None, None, None
+    gpu_bytes = int(words[3])
+    gpu_csv = rest[:gpu_bytes].decode(errors="replace") if gpu_bytes else None
+    raw = rest[gpu_bytes:]
+    return log, int(words[1]), raw if words[2] == "1" else None, gpu_csv
 
 
 def record(
@@ -119,11 +123,12 @@ def record(
     `on_progress(line, elapsed_s)` gets py-spy's stdout live (lag warnings included).
     The clock starts when py-spy announces sampling; at `duration_s`, or when
     `should_cancel()` turns true, stdin closes and py-spy stops with SIGINT, keeping
-    its samples. `stopped_by` is "duration" or "cancel" for those, and "bound" when
-    py-spy never announced sampling and flamedeck's outer bound (connect + start-up
-    + duration) stopped it. A py-spy still running `margin_s` after the stop is killed
-    and RemoteError(cause="bound_exceeded") raised. Other failures raise RemoteError
-    with their cause; a process that exits mid-capture is not one (`process_exited`).
+    its samples (a cancel before py-spy is ready may leave `raw` None).
+    `stopped_by` is "duration" or "cancel" for those, and "bound" when py-spy never
+    announced sampling and the outer bound (connect + start-up + duration) stopped it.
+    A py-spy still running `margin_s` after the stop is killed and
+    RemoteError(cause="bound_exceeded") raised. Other failures raise RemoteError with
+    their cause; a process that exits mid-capture is not one (`process_exited`).
     """
     script = record_script(target, pid, settings, kill_after_s=margin_s)
     watch = _RecordWatch(settings.duration_s, should_cancel, on_progress)
@@ -135,16 +140,19 @@ def record(
     )  # fmt: skip
     if done.stopped == "killed":
         raise RemoteError("bound_exceeded", detail=stderr_tail(done.stderr))
-    log, code, raw = _split_record(done.stdout)
+    log, code, raw, gpu_csv = _split_record(done.stdout)
     exit_code = done.returncode if code is None else code
-    if raw is None:
-        error = classify(exit_code, done.stderr, log)
-        if error is not None:
-            raise error
+    error = classify(exit_code, done.stderr, log) if raw is None else None
+    # A cancel that lands before py-spy installs its SIGINT handler ends it with no
+    # samples (exit 130): that is a cancelled capture, not a failure to explain.
+    cancelled_early = watch.reason == "cancel" and code is not None
+    if error is not None and not (cancelled_early and error.cause == "unknown"):
+        raise error
     stopped_by = "bound" if done.trigger == "timeout" else watch.reason
     exited = "Stopped sampling because process exited" in log
     return RecordResult(
-        raw, log, clean_stderr(done.stderr), exit_code, stopped_by, done.elapsed_s, exited
+        raw, log, clean_stderr(done.stderr), exit_code, stopped_by, done.elapsed_s, exited,
+        gpu_csv,
     )
 
 

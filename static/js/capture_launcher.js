@@ -9,6 +9,7 @@
   const ctx = JSON.parse(ctxNode.textContent);
   const BOOLS = ["native", "threads", "idle", "gil", "nonblocking", "subprocesses"];
   const watching = new Map();
+  let panels = 0;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -50,7 +51,7 @@
   }
 
   function readSettings(panel) {
-    const settings = { kind: panel.querySelector("[name=kind]:checked").value };
+    const settings = { kind: panel.querySelector("[data-field=kind]:checked").value };
     settings.duration = parseInt(panel.querySelector("[name=duration]").value, 10);
     settings.rate = parseInt(panel.querySelector("[name=rate]").value, 10);
     for (const name of BOOLS) settings[name] = panel.querySelector(`[name=${name}]`).checked;
@@ -61,10 +62,11 @@
     const d = ctx.defaults;
     const warn = el("p", { class: "lagwarn", role: "status", hidden: true });
     const rateInput = el("input", { type: "number", name: "rate", min: 1, max: 2000, value: d.rate });
+    const kindName = `capture-kind-${++panels}`;  // radio groups are document-wide
     const panel = el("div", { class: "capture-panel", hidden: true },
       el("div", { class: "row" },
-        el("label", {}, el("input", { type: "radio", name: "kind", value: "record", checked: true }), " record"),
-        el("label", {}, el("input", { type: "radio", name: "kind", value: "dump" }), " dump (stacks now)")),
+        el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "record", checked: true }), " record"),
+        el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "dump" }), " dump (stacks now)")),
       el("div", { class: "row" },
         el("label", {}, "Duration ", el("input", { type: "number", name: "duration", min: 1, max: ctx.maxDuration, value: d.duration }), " s"),
         el("label", {}, "Rate ", rateInput, " Hz")),

@@ -23,7 +23,9 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 @pytest.fixture(scope="session")
 def chromium():
-    playwright_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
+    playwright_api = pytest.importorskip(
+        "playwright.sync_api", reason="needs the playwright package"
+    )
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"needs {CHROMIUM} (apt-get install chromium)")
     with playwright_api.sync_playwright() as pw:
@@ -40,7 +42,10 @@ class Tab:
         self.errors: list[str] = []
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
-        page.on("dialog", lambda dialog: self.errors.append(f"dialog: {dialog.message}") or dialog.dismiss())
+        page.on(
+            "dialog",
+            lambda dialog: self.errors.append(f"dialog: {dialog.message}") or dialog.dismiss(),
+        )
 
     def goto(self, path: str):
         self.page.goto(self.base_url + path)
@@ -56,7 +61,13 @@ def open_tab(chromium, live_server, client):
         client.force_login(user)
         context = chromium.new_context(viewport={"width": width, "height": height})
         context.add_cookies(
-            [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+            [
+                {
+                    "name": "sessionid",
+                    "value": client.cookies["sessionid"].value,
+                    "url": live_server.url,
+                }
+            ]
         )
         page = context.new_page()
         page.set_default_timeout(20_000)
@@ -67,5 +78,7 @@ def open_tab(chromium, live_server, client):
     yield open_
     for tab in tabs:
         tab.context.close()
-    errors = [e for tab in tabs for e in tab.errors if "favicon" not in e and "status of 40" not in e]
+    errors = [
+        e for tab in tabs for e in tab.errors if "favicon" not in e and "status of 40" not in e
+    ]
     assert not errors, errors

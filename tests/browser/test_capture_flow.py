@@ -58,7 +58,9 @@ def capture_from_panel(page, duration: int) -> None:
     launcher.get_by_role("button", name="Start capture").click()
 
 
-def test_an_operator_captures_a_live_process_and_explores_the_result(open_tab, owner, celery_worker_process, workload):
+def test_an_operator_captures_a_live_process_and_explores_the_result(
+    open_tab, owner, celery_worker_process, workload
+):
     tab = open_tab(owner)
     page, base = tab.page, tab.base_url
     create_host_and_check(page, base, workload)
@@ -106,7 +108,9 @@ def test_an_operator_captures_a_live_process_and_explores_the_result(open_tab, o
     assert "view=icicle" in other.url
 
 
-def test_a_capture_started_from_the_host_page_can_be_cancelled(open_tab, owner, celery_worker_process, workload):
+def test_a_capture_started_from_the_host_page_can_be_cancelled(
+    open_tab, owner, celery_worker_process, workload
+):
     from runs.models import Host
 
     Host.objects.filter(name="local").update(py_spy=PY_SPY)

@@ -6,31 +6,30 @@ import pytest
 
 from profiles import pipeline, services
 from profiles.models import Capture
-from runs.models import Host, Run, RunProcess, Tag
+from runs.models import Host, RunProcess, Tag
 from tests.browser.conftest import SCREENSHOTS
 from tests.profiles.test_views import DUMP, LAG_LOG, fake_stats, imported
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-TRAINING = "\n".join(
-    [
-        "thread (5066): target-0;<module> (train.py:88);main (train.py:80);train_step (train.py:41);"
-        "forward (model.py:120);Linear.forward (torch/nn/modules/linear.py:134);cuLaunchKernel (libcuda.so.1) 410",
-        "thread (5066): target-0;<module> (train.py:88);main (train.py:80);train_step (train.py:41);"
-        "forward (model.py:120);attention (model.py:77);cuLaunchKernel (libcuda.so.1) 220",
-        "thread (5066): target-0;<module> (train.py:88);main (train.py:80);train_step (train.py:45);"
-        "loss.item (train.py:45);_local_scalar_dense (libtorch_cuda.so);cuStreamSynchronize (libcuda.so.1) 930",
-        "thread (5066): target-0;<module> (train.py:88);main (train.py:80);train_step (train.py:43);"
-        "backward (torch/_tensor.py:521);run_backward (libtorch.so);0x7fc0eb8a71f5 (libc.so.6) 380",
-        "thread (5066): target-0;<module> (train.py:88);main (train.py:80);train_step (train.py:42);"
-        "step (torch/optim/adamw.py:160);c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc (libc10_cuda.so) 160",
-        "thread (5071): pin_memory;_pin_memory_loop (torch/utils/data/_utils/pin_memory.py:49);"
-        "get (queue.py:180);wait (threading.py:331);pthread_cond_timedwait (libc.so.6) 300",
-        "thread (5072): loader-0;_worker_loop (torch/utils/data/_utils/worker.py:308);"
-        "collate (data.py:31);decode_jpeg (libjpeg.so.8) 240",
-        "thread (5073): nccl-watchdog;ncclCommWatchdog (libnccl.so.2);futex_wait (libc.so.6) 120",
-    ]
-) + "\n"
+T0 = "thread (5066): target-0;<module> (train.py:88);main (train.py:80);train_step (train.py:"
+ALLOC = "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc (libc10_cuda.so)"
+LINES = [
+    T0 + "41);forward (model.py:120);Linear.forward (torch/nn/modules/linear.py:134);"
+    "cuLaunchKernel (libcuda.so.1) 410",
+    T0 + "41);forward (model.py:120);attention (model.py:77);cuLaunchKernel (libcuda.so.1) 220",
+    T0 + "45);loss.item (train.py:45);_local_scalar_dense (libtorch_cuda.so);"
+    "cuStreamSynchronize (libcuda.so.1) 930",
+    T0 + "43);backward (torch/_tensor.py:521);run_backward (libtorch.so);"
+    "0x7fc0eb8a71f5 (libc.so.6) 380",
+    T0 + "42);step (torch/optim/adamw.py:160);" + ALLOC + " 160",
+    "thread (5071): pin_memory;_pin_memory_loop (torch/utils/data/_utils/pin_memory.py:49);"
+    "get (queue.py:180);wait (threading.py:331);pthread_cond_timedwait (libc.so.6) 300",
+    "thread (5072): loader-0;_worker_loop (torch/utils/data/_utils/worker.py:308);"
+    "collate (data.py:31);decode_jpeg (libjpeg.so.8) 240",
+    "thread (5073): nccl-watchdog;ncclCommWatchdog (libnccl.so.2);futex_wait (libc.so.6) 120",
+]
+TRAINING = "\n".join(LINES) + "\n"
 
 
 def shoot(page, name: str, full: bool = True) -> None:
@@ -41,15 +40,44 @@ def shoot(page, name: str, full: bool = True) -> None:
 
 @pytest.fixture
 def data(owner, teammate):
-    host = Host.objects.create(name="gpu-node-3", transport="ssh", address="gpu-node-3.lan", username="root",
-                               exec_prefix="pct exec 200 --")
+    host = Host.objects.create(
+        name="gpu-node-3",
+        transport="ssh",
+        address="gpu-node-3.lan",
+        username="root",
+        exec_prefix="pct exec 200 --",
+    )
     host.last_check = {
-        "ok": True, "ssh_ok": True, "py_spy_version": "py-spy 0.4.0", "py_spy_path": "/usr/local/bin/py-spy",
-        "uid": 0, "ptrace_scope": 1, "can_attach": True, "reason": "root",
+        "ok": True,
+        "ssh_ok": True,
+        "py_spy_version": "py-spy 0.4.0",
+        "py_spy_path": "/usr/local/bin/py-spy",
+        "uid": 0,
+        "ptrace_scope": 1,
+        "can_attach": True,
+        "reason": "root",
         "processes": [
-            {"pid": 5066, "user": "root", "cpu_percent": 312.4, "threads": 41, "command": "python train.py --config llama7b.yaml --rank 0"},
-            {"pid": 5067, "user": "root", "cpu_percent": 298.0, "threads": 39, "command": "python train.py --config llama7b.yaml --rank 1"},
-            {"pid": 4410, "user": "root", "cpu_percent": 0.3, "threads": 3, "command": "python -m tensorboard.main --logdir runs/"},
+            {
+                "pid": 5066,
+                "user": "root",
+                "cpu_percent": 312.4,
+                "threads": 41,
+                "command": "python train.py --config llama7b.yaml --rank 0",
+            },
+            {
+                "pid": 5067,
+                "user": "root",
+                "cpu_percent": 298.0,
+                "threads": 39,
+                "command": "python train.py --config llama7b.yaml --rank 1",
+            },
+            {
+                "pid": 4410,
+                "user": "root",
+                "cpu_percent": 0.3,
+                "threads": 3,
+                "command": "python -m tensorboard.main --logdir runs/",
+            },
         ],
     }
     host.save()
@@ -57,20 +85,40 @@ def data(owner, teammate):
     for i, name in enumerate(["baseline bs64", "bs128 grad-accum", "fp8 trial", "dataloader x8"]):
         other = services_run(name, "baseline" if i % 2 else "bs128", owner)
         Capture.objects.bulk_create(
-            Capture(run=other, host=host, pid=5066, status=Capture.Status.DONE, stats=fake_stats(j * 3 + i)) for j in range(8)
+            Capture(
+                run=other,
+                host=host,
+                pid=5066,
+                status=Capture.Status.DONE,
+                stats=fake_stats(j * 3 + i),
+            )
+            for j in range(8)
         )
     p0 = RunProcess.objects.create(run=run, host=host, pid=5066, role="target-0")
     RunProcess.objects.create(run=run, host=host, pid=5067, role="target-1")
     Capture.objects.bulk_create(
-        Capture(run=run, process=p0, host=host, pid=5066, rate=49 if j == 0 else 20, status=Capture.Status.DONE,
-                stats=fake_stats(j, "unreliable" if j == 0 else None))
+        Capture(
+            run=run,
+            process=p0,
+            host=host,
+            pid=5066,
+            rate=49 if j == 0 else 20,
+            status=Capture.Status.DONE,
+            stats=fake_stats(j, "unreliable" if j == 0 else None),
+        )
         for j in range(10)
     )
     capture = imported(owner, raw=TRAINING, log=LAG_LOG.replace("100 times", "49 times"), run=run)
-    Capture.objects.filter(pk=capture.pk).update(host=host, pid=5066, process=p0, kind=Capture.Kind.RECORD, rate=49, duration=30)
+    Capture.objects.filter(pk=capture.pk).update(
+        host=host, pid=5066, process=p0, kind=Capture.Kind.RECORD, rate=49, duration=30
+    )
     capture.tags.add(Tag.objects.get_or_create(name="after-fix")[0])
-    services.comment_create(capture=capture, author=teammate, frame="cuStreamSynchronize (libcuda.so.1)",
-                            body="`loss.item()` forces a **host sync** every step; move it behind the log interval.")
+    services.comment_create(
+        capture=capture,
+        author=teammate,
+        frame="cuStreamSynchronize (libcuda.so.1)",
+        body="`loss.item()` forces a **host sync** every step; move it behind the log interval.",
+    )
     dump = Capture.objects.create(run=run, host=host, pid=5066, kind=Capture.Kind.DUMP)
     pipeline.capture_store_outputs(capture=dump, raw=DUMP.encode(), log="")
     Capture.objects.filter(pk=dump.pk).update(status=Capture.Status.PARSING)
@@ -95,13 +143,18 @@ def test_screenshots_of_the_main_pages(open_tab, owner, data):
     page = tab.goto(data["capture"].get_absolute_url())
     page.wait_for_selector("#flamegraph[data-ready='1']")
     shoot(page, "capture_detail")
-    page.locator('#flamegraph g[name^="train_step"]').first.click()
+    page.locator('#flamegraph g[name^="main (train.py"]').first.click()
     page.fill("#fg-search", "cuStreamSynchronize")
+    page.wait_for_timeout(500)
     page.locator('#flamegraph g[name^="loss.item"]').first.hover()
     shoot(page, "capture_flamegraph_zoomed", full=False)
     page = tab.goto(data["dump"].get_absolute_url())
     shoot(page, "dump")
     page = tab.goto(data["host"].get_absolute_url())
     shoot(page, "host_detail")
-    for name, path in [("captures", "/captures/"), ("hosts", "/hosts/"), ("keywords", "/keywords/")]:
+    for name, path in [
+        ("captures", "/captures/"),
+        ("hosts", "/hosts/"),
+        ("keywords", "/keywords/"),
+    ]:
         shoot(tab.goto(path), name)

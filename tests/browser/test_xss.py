@@ -41,5 +41,7 @@ def test_crafted_frame_names_stay_text_everywhere(open_tab, teammate, tmp_path):
     page.check("#pin-frame")
     page.click(".commentform button[type=submit]")
     expect(page.locator(".comments .pin")).to_contain_text("<script>")
-    assert page.locator(".comments img, .comments script, #flamegraph img, #top-self img").count() == 0
+    assert (
+        page.locator(".comments img, .comments script, #flamegraph img, #top-self img").count() == 0
+    )
     assert page.evaluate("typeof window.__xss") == "undefined"

@@ -28,12 +28,26 @@ def make_stats(total, sync, launch=0, lag=None, threads=("MainThread",)):
         ],
         "top_self": [
             {"frame": "cuStreamSynchronize (libcuda.so.1)", "samples": sync, "percent": pct(sync)},
-            {"frame": "<b>evil</b> (x.py:1)", "samples": total - sync, "percent": pct(total - sync)},
+            {
+                "frame": "<b>evil</b> (x.py:1)",
+                "samples": total - sync,
+                "percent": pct(total - sync),
+            },
         ],
         "top_total": [{"frame": "main (train.py:1)", "samples": total, "percent": 100.0}],
         "keywords": [
-            {"keyword": "cuStreamSynchronize", "category": "sync", "samples": sync, "percent": pct(sync)},
-            {"keyword": "cuLaunchKernel", "category": "launch", "samples": launch, "percent": pct(launch)},
+            {
+                "keyword": "cuStreamSynchronize",
+                "category": "sync",
+                "samples": sync,
+                "percent": pct(sync),
+            },
+            {
+                "keyword": "cuLaunchKernel",
+                "category": "launch",
+                "samples": launch,
+                "percent": pct(launch),
+            },
             {"keyword": "nccl", "category": "comm", "samples": 0, "percent": 0.0},
         ],
         "categories": [
@@ -107,7 +121,9 @@ def test_every_other_compare_route_wants_a_login(client, url):
     assert client.get(url).status_code == 302
 
 
-def test_a_teammate_sees_the_verdict_of_a_real_drop(teammate_client, pair, django_assert_max_num_queries):
+def test_a_teammate_sees_the_verdict_of_a_real_drop(
+    teammate_client, pair, django_assert_max_num_queries
+):
     with django_assert_max_num_queries(8):
         response = teammate_client.get(compare_url(*pair))
     html = response.content.decode()
@@ -222,7 +238,9 @@ def test_cross_run_trends_take_the_latest_done_capture_per_run(teammate_client):
     make_capture(2000, 620, run=runs[0], minutes_ago=50)
     make_capture(2000, 400, run=runs[1], minutes_ago=40)
     latest = make_capture(2000, 200, run=runs[1], minutes_ago=30)
-    data = teammate_client.get("/trends.json", {"kind": "category", "name": "sync", "runs": 2}).json()
+    data = teammate_client.get(
+        "/trends.json", {"kind": "category", "name": "sync", "runs": 2}
+    ).json()
     points = data["series"][0]["points"]
     assert [p["label"] for p in points] == ["run-1"]  # run-2 has no capture; run-0 is beyond N
     assert points[0]["capture"] == latest.pk and points[0]["percent"] == 10.0
@@ -251,7 +269,7 @@ def test_a_thread_filter_without_raw_samples_says_the_tables_cover_all_threads(t
     assert '<option value="loader" selected>' in html
 
 
-def test_the_run_page_partial_points_its_chart_at_the_run_trends(rf):
+def test_the_run_page_partial_points_its_chart_at_the_run_trends():
     from django.template.loader import render_to_string
 
     run = Run.objects.create(name="partial")

@@ -13,9 +13,10 @@ from runs.models import Host, Run, Tag
 
 XSS = "<script>window.__xss=1</script>"
 IMG = '<img src=x onerror="window.__xss=2">'
+STEP = "thread (11): MainThread;train (train.py:10);step (train.py:20)"
 RAW = (
-    "thread (11): MainThread;train (train.py:10);step (train.py:20);cuStreamSynchronize (libcuda.so.1) 60\n"
-    "thread (11): MainThread;train (train.py:10);step (train.py:20);cuLaunchKernel (libcuda.so.1) 25\n"
+    f"{STEP};cuStreamSynchronize (libcuda.so.1) 60\n"
+    f"{STEP};cuLaunchKernel (libcuda.so.1) 25\n"
     f"thread (12): loader;load (data.py:5);{XSS} (evil.py:1) 10\n"
     f"thread (12): loader;load (data.py:5);{IMG} (evil.py:2);0x7f00 (libfoo.so) 5\n"
 )
@@ -50,23 +51,38 @@ def fake_stats(i: int = 0, verdict: str | None = None) -> dict:
     """Stored stats without running the engine (for many-row fixtures)."""
     lag = None
     if verdict:
-        lag = {"verdict": verdict, "max_behind_s": 3.1, "recommended_rate": 10, "requested_rate": 20,
-               "warnings": 3, "series": [{"t_index": 0, "approx_s": 1, "behind_s": 1.1}]}
+        lag = {
+            "verdict": verdict,
+            "max_behind_s": 3.1,
+            "recommended_rate": 10,
+            "requested_rate": 20,
+            "warnings": 3,
+            "series": [{"t_index": 0, "approx_s": 1, "behind_s": 1.1}],
+        }
     return {
-        "format": "raw", "total_samples": 1000 + i, "unique_stacks": 10, "skipped_lines": 0,
+        "format": "raw",
+        "total_samples": 1000 + i,
+        "unique_stacks": 10,
+        "skipped_lines": 0,
         "threads": [{"name": "MainThread", "tid": 1, "samples": 1000, "percent": 100.0}],
         "top_self": [{"frame": "f (a.py:1)", "samples": 10, "percent": 1.0}] * 30,
-        "top_total": [], "keywords": [],
-        "categories": [{"category": "sync", "samples": 300, "percent": 30.0 - i % 20},
-                       {"category": "launch", "samples": 100, "percent": 10.0 + i % 7}],
-        "uncovered_native": [], "lag": lag,
+        "top_total": [],
+        "keywords": [],
+        "categories": [
+            {"category": "sync", "samples": 300, "percent": 30.0 - i % 20},
+            {"category": "launch", "samples": 100, "percent": 10.0 + i % 7},
+        ],
+        "uncovered_native": [],
+        "lag": lag,
     }
 
 
 def bulk_captures(n: int, **fields) -> list[Capture]:
     host = Host.objects.get(name="local")
     return Capture.objects.bulk_create(
-        Capture(host=host, pid=100 + i % 5, status=Capture.Status.DONE, stats=fake_stats(i), **fields)
+        Capture(
+            host=host, pid=100 + i % 5, status=Capture.Status.DONE, stats=fake_stats(i), **fields
+        )
         for i in range(n)
     )
 
@@ -112,23 +128,32 @@ def test_a_teammate_sees_every_page(teammate_client, capture, name, arg):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "name,method",
-    [("profiles:keywordset_create", "get"), ("profiles:keywordset_edit", "get"),
-     ("profiles:capture_reanalyze", "post")],
+    [
+        ("profiles:keywordset_create", "get"),
+        ("profiles:keywordset_edit", "get"),
+        ("profiles:capture_reanalyze", "post"),
+    ],
 )
 def test_a_teammate_gets_403_on_operator_actions(teammate_client, capture, name, method):
     ks = KeywordSet.objects.get(is_default=True)
-    arg = {"profiles:keywordset_create": [], "profiles:keywordset_edit": [ks.pk]}.get(name, [capture.pk])
+    arg = {"profiles:keywordset_create": [], "profiles:keywordset_edit": [ks.pk]}.get(
+        name, [capture.pk]
+    )
     response = getattr(teammate_client, method)(reverse(name, args=arg), {"keyword_set": ks.pk})
     assert response.status_code == 403
 
 
 @pytest.mark.django_db
-def test_the_capture_page_carries_stats_and_never_raw_markup_of_frame_names(teammate_client, capture):
+def test_the_capture_page_carries_stats_and_never_raw_markup_of_frame_names(
+    teammate_client, capture
+):
     assert capture.status == Capture.Status.DONE, capture.error
     html = teammate_client.get(capture.get_absolute_url()).content.decode()
     assert "<script>window.__xss" not in html
     assert "<img src=x" not in html
-    data = json.loads(html.split('id="capture-data" type="application/json">')[1].split("</script>")[0])
+    data = json.loads(
+        html.split('id="capture-data" type="application/json">')[1].split("</script>")[0]
+    )
     frames = [f["frame"] for f in data["stats"]["top_self"]]
     assert any(XSS in f for f in frames)
 
@@ -153,10 +178,16 @@ def test_a_teammate_comments_in_markdown_rendered_safely(teammate_client, captur
     body = f"**sync** dominates {XSS} [x](javascript:alert(1))"
     response = teammate_client.post(
         reverse("profiles:capture_comment", args=[capture.pk]),
-        {"body": body, "frame": "cuStreamSynchronize (libcuda.so.1)", "next": capture.get_absolute_url() + "?search=sync"},
+        {
+            "body": body,
+            "frame": "cuStreamSynchronize (libcuda.so.1)",
+            "next": capture.get_absolute_url() + "?search=sync",
+        },
     )
     comment = Comment.objects.get()
-    assert response.status_code == 302 and response["Location"].endswith(f"?search=sync#comment-{comment.pk}")
+    assert response.status_code == 302 and response["Location"].endswith(
+        f"?search=sync#comment-{comment.pk}"
+    )
     html = teammate_client.get(capture.get_absolute_url()).content.decode()
     assert "<strong>sync</strong>" in html
     assert "<script>window.__xss" not in html and "javascript:" not in html
@@ -166,7 +197,8 @@ def test_a_teammate_comments_in_markdown_rendered_safely(teammate_client, captur
 @pytest.mark.django_db
 def test_comments_refuse_an_outside_next_url(teammate_client, capture):
     response = teammate_client.post(
-        reverse("profiles:capture_comment", args=[capture.pk]), {"body": "x", "next": "https://evil.example/"}
+        reverse("profiles:capture_comment", args=[capture.pk]),
+        {"body": "x", "next": "https://evil.example/"},
     )
     assert response["Location"].startswith(capture.get_absolute_url())
 
@@ -174,9 +206,13 @@ def test_comments_refuse_an_outside_next_url(teammate_client, capture):
 @pytest.mark.django_db
 def test_tags_are_set_on_a_capture_and_filter_the_list(teammate_client, capture, owner):
     other = imported(owner)
-    teammate_client.post(reverse("profiles:capture_tags", args=[capture.pk]), {"tags": "baseline, bs64"})
+    teammate_client.post(
+        reverse("profiles:capture_tags", args=[capture.pk]), {"tags": "baseline, bs64"}
+    )
     assert sorted(capture.tags.values_list("name", flat=True)) == ["baseline", "bs64"]
-    page = teammate_client.get(reverse("profiles:capture_list"), {"tag": "baseline"}).context["page"]
+    page = teammate_client.get(reverse("profiles:capture_list"), {"tag": "baseline"}).context[
+        "page"
+    ]
     assert [c.pk for c in page.object_list] == [capture.pk] and other.pk != capture.pk
 
 
@@ -193,14 +229,20 @@ def test_downloads_stream_the_stored_files(teammate_client, capture):
 
 
 @pytest.mark.django_db
-def test_a_speedscope_capture_downloads_as_folded_through_the_exporter(teammate_client, owner, capture):
+def test_a_speedscope_capture_downloads_as_folded_through_the_exporter(
+    teammate_client, owner, capture
+):
     speedscope = b"".join(
-        teammate_client.get(reverse("profiles:capture_download", args=[capture.pk, "speedscope"])).streaming_content
+        teammate_client.get(
+            reverse("profiles:capture_download", args=[capture.pk, "speedscope"])
+        ).streaming_content
     )
     again = services.capture_import(user=owner, file=SimpleUploadedFile("s.json", speedscope))
     assert again.raw_format == "speedscope", again.error
     folded = b"".join(
-        teammate_client.get(reverse("profiles:capture_download", args=[again.pk, "folded"])).streaming_content
+        teammate_client.get(
+            reverse("profiles:capture_download", args=[again.pk, "folded"])
+        ).streaming_content
     ).decode()
     assert "cuStreamSynchronize" in folded and folded.endswith("\n")
 
@@ -221,7 +263,9 @@ def test_the_import_page_imports_into_a_run(teammate_client, owner):
 def test_an_operator_reanalyses_with_another_keyword_set(owner_client, capture):
     ks = KeywordSet.objects.create(name="loader only")
     ks.keywords.create(keyword="load", category="data")
-    response = owner_client.post(reverse("profiles:capture_reanalyze", args=[capture.pk]), {"keyword_set": ks.pk})
+    response = owner_client.post(
+        reverse("profiles:capture_reanalyze", args=[capture.pk]), {"keyword_set": ks.pk}
+    )
     assert response.status_code == 302 and response["Location"].endswith(f"?ks={ks.pk}")
     capture.refresh_from_db()
     assert capture.keyword_set == ks and capture.stats["categories"][0]["category"] == "data"
@@ -231,19 +275,32 @@ def test_an_operator_reanalyses_with_another_keyword_set(owner_client, capture):
 def test_an_operator_edits_a_keyword_set_and_makes_it_the_default(owner_client):
     response = owner_client.post(
         reverse("profiles:keywordset_create"),
-        {"name": "mine", "description": "", "is_default": "on", "keywords_text": "sync: cudaStreamSynchronize\nio: read"},
+        {
+            "name": "mine",
+            "description": "",
+            "is_default": "on",
+            "keywords_text": "sync: cudaStreamSynchronize\nio: read",
+        },
     )
     ks = KeywordSet.objects.get(name="mine")
     assert response.status_code == 302
-    assert [(k.category, k.keyword) for k in ks.keywords.all()] == [("sync", "cudaStreamSynchronize"), ("io", "read")]
+    assert [(k.category, k.keyword) for k in ks.keywords.all()] == [
+        ("sync", "cudaStreamSynchronize"),
+        ("io", "read"),
+    ]
     assert list(KeywordSet.objects.filter(is_default=True)) == [ks]
-    bad = owner_client.post(reverse("profiles:keywordset_edit", args=[ks.pk]), {"name": "mine", "keywords_text": "nocolon"})
+    bad = owner_client.post(
+        reverse("profiles:keywordset_edit", args=[ks.pk]),
+        {"name": "mine", "keywords_text": "nocolon"},
+    )
     assert bad.status_code == 200 and "expected" in bad.content.decode()
 
 
 @pytest.mark.django_db
 def test_a_dump_shows_threads_by_state_with_native_frames_marked(teammate_client, owner):
-    capture = Capture.objects.create(host=Host.objects.get(name="local"), pid=4242, kind=Capture.Kind.DUMP)
+    capture = Capture.objects.create(
+        host=Host.objects.get(name="local"), pid=4242, kind=Capture.Kind.DUMP
+    )
     from profiles import pipeline
 
     pipeline.capture_store_outputs(capture=capture, raw=DUMP.encode(), log="")
@@ -255,7 +312,9 @@ def test_a_dump_shows_threads_by_state_with_native_frames_marked(teammate_client
 
 
 @pytest.mark.django_db
-def test_the_capture_list_runs_a_bounded_number_of_queries(teammate_client, django_assert_max_num_queries):
+def test_the_capture_list_runs_a_bounded_number_of_queries(
+    teammate_client, django_assert_max_num_queries
+):
     captures = bulk_captures(120)
     tag = Tag.objects.create(name="baseline")
     for c in captures[:60]:
@@ -266,7 +325,9 @@ def test_the_capture_list_runs_a_bounded_number_of_queries(teammate_client, djan
 
 
 @pytest.mark.django_db
-def test_the_capture_page_runs_a_bounded_number_of_queries(teammate_client, teammate, capture, django_assert_max_num_queries):
+def test_the_capture_page_runs_a_bounded_number_of_queries(
+    teammate_client, teammate, capture, django_assert_max_num_queries
+):
     for i in range(40):
         Comment.objects.create(capture=capture, author=teammate, body=f"note {i}")
     capture.tags.add(Tag.objects.create(name="a"), Tag.objects.create(name="b"))
@@ -276,6 +337,8 @@ def test_the_capture_page_runs_a_bounded_number_of_queries(teammate_client, team
 
 @pytest.mark.django_db
 def test_a_running_capture_shows_live_progress_and_cancel(teammate_client):
-    capture = Capture.objects.create(host=Host.objects.get(name="local"), pid=1, status=Capture.Status.RUNNING)
+    capture = Capture.objects.create(
+        host=Host.objects.get(name="local"), pid=1, status=Capture.Status.RUNNING
+    )
     html = teammate_client.get(capture.get_absolute_url()).content.decode()
     assert 'id="live"' in html and 'id="cancel-capture"' in html

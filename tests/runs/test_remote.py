@@ -22,7 +22,9 @@ def assert_real_capture(result, workload, duration_s: float = 2) -> None:
     assert "matmul_like (" in raw and "forward (" in raw
     assert "Wrote raw flamegraph data" in result.log
     assert result.exit_code == 0 and result.stopped_by == "duration"
-    assert duration_s <= result.elapsed_s < duration_s + 3
+    # py-spy may end by itself after duration x rate samples, a little before the
+    # wall-clock stop that flamedeck would send at the duration.
+    assert duration_s - 0.5 <= result.elapsed_s < duration_s + 3
     assert not result.process_exited
     assert not pyspy_running(workload.pid)
 
@@ -106,10 +108,11 @@ def test_it_runs_under_sudo_n_when_asked(local_target, workload, tmp_path, monke
 
 
 def test_the_wall_clock_bound_holds_when_pyspys_duration_would_run_long(local_target, workload):
-    # py-spy is told far more samples than fit in 2 s; flamedeck stops it at 2 s.
+    # py-spy counts 2 x 100 samples, which a lagging --native sampler takes longer than
+    # 2 s to collect; flamedeck stops it at 2 s of wall-clock.
     settings = RecordSettings(duration_s=2, rate=100, native=True)
     result = record(local_target, workload.pid, settings, margin_s=5)
-    assert "for 64 seconds" in result.log
+    assert "for 2 seconds" in result.log
     assert result.elapsed_s < 2 + 5
     assert "target-0" in result.raw.decode()
 

@@ -108,6 +108,8 @@ def test_a_pyspy_ignoring_sigint_is_killed_at_duration_plus_margin(transport, re
 def test_a_cancel_before_pyspy_is_ready_still_stops_it_cleanly(transport, request, workload):
     target = request.getfixturevalue(f"{transport}_target")
     result = record(target, workload.pid, LONG, margin_s=8, should_cancel=lambda: True)
-    assert result.stopped_by == "cancel" and result.exit_code == 0
+    assert result.stopped_by == "cancel"
+    # py-spy either wrote what it had or died of SIGINT before its handler was set.
+    assert (result.exit_code, result.raw is None) in {(0, False), (130, True)}
     assert result.elapsed_s < 5
     assert not pyspy_running(workload.pid)

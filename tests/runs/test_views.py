@@ -219,9 +219,11 @@ def test_the_run_list_searches_by_name_and_tag_and_filters_by_status_and_host(te
     b.tags.add(Tag.objects.create(name="after-fix"))
     other = Host.objects.create(name="gpu-9", transport="local")
     RunProcess.objects.create(run=a, host=other, pid=1)
-    names = lambda params: [
-        r["run"].name for r in teammate_client.get(reverse("runs:run_list"), params).context["rows"]
-    ]  # noqa: E731
+
+    def names(params):
+        rows = teammate_client.get(reverse("runs:run_list"), params).context["rows"]
+        return [r["run"].name for r in rows]
+
     assert names({}) == ["beta", "alpha"]
     assert names({"q": "alp"}) == ["alpha"]
     assert names({"q": "after-fix"}) == ["beta"]
