@@ -1,11 +1,6 @@
 from django.urls import path
 
-from . import views
-
-try:
-    from . import compare_views
-except ImportError:  # written by another change; the pages work without it
-    compare_views = None
+from . import group_views, views
 
 app_name = "profiles"
 urlpatterns = [
@@ -20,7 +15,5 @@ urlpatterns = [
     path("keywords/new/", views.keywordset_create, name="keywordset_create"),
     path("keywords/<int:pk>/", views.keywordset_detail, name="keywordset_detail"),
     path("keywords/<int:pk>/edit/", views.keywordset_edit, name="keywordset_edit"),
-    path("groups/<int:pk>/", views.group_detail, name="group_detail"),
+    path("groups/<int:pk>/", group_views.group_detail, name="group_detail"),
 ]
-if compare_views is not None and hasattr(compare_views, "compare"):
-    urlpatterns.append(path("compare/", compare_views.compare, name="compare"))

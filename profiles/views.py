@@ -28,7 +28,7 @@ from runs.views import capture_rows, launch_context
 
 from . import services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
-from .models import Capture, CaptureGroup, Keyword, KeywordSet
+from .models import Capture, Keyword, KeywordSet
 
 CAPTURES_PER_PAGE = 50
 CHUNK = 64 * 1024
@@ -339,9 +339,3 @@ def keywordset_create(request):
 @launch_required
 def keywordset_edit(request, pk: int):
     return _keywordset_form_page(request, get_object_or_404(KeywordSet, pk=pk))
-
-
-@require_GET
-def group_detail(request, pk: int):
-    group = get_object_or_404(CaptureGroup.objects.select_related("run"), pk=pk)
-    return render(request, "profiles/group_detail.html", {"group": group})

@@ -2,11 +2,6 @@ from django.urls import path
 
 from . import views
 
-try:
-    from profiles import compare_views
-except ImportError:  # written by another change; the pages work without it
-    compare_views = None
-
 app_name = "runs"
 urlpatterns = [
     path("", views.run_list, name="run_list"),
@@ -29,7 +24,3 @@ urlpatterns = [
     path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
     path("hosts/<int:pk>/edit/", views.host_edit, name="host_edit"),
 ]
-if compare_views is not None and hasattr(compare_views, "run_trends"):
-    urlpatterns.append(
-        path("runs/<int:pk>/trends.json", compare_views.run_trends, name="run_trends")
-    )

@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.staticfiles import finders
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -236,6 +235,13 @@ def run_list(request):
 
 
 @require_GET
+def _recent_groups(run) -> list[dict]:
+    from profiles.jobs import group_summary
+
+    groups = run.capture_groups.prefetch_related("captures")[:5]
+    return [{"group": g, **group_summary(g)} for g in groups]
+
+
 def run_detail(request, pk: int):
     run = _get_run_for_user(request.user, pk)
     processes = list(run.processes.select_related("host"))
@@ -257,7 +263,7 @@ def run_detail(request, pk: int):
         "import_form": ImportForm(initial={"run": run}),
         "launch": launch_context(request.user, run, pairs),
         "can_launch": can_launch(request.user),
-        "has_trends": finders.find("js/trends.js") is not None,
+        "groups": _recent_groups(run),
         "run_tags": sorted({t.name for c in page.object_list for t in c.tags.all()}),
     }
     return render(request, "runs/run_detail.html", context)

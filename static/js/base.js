@@ -16,5 +16,17 @@
     if (!response.ok) throw Object.assign(new Error((body && body.detail) || response.statusText), { status: response.status, body });
     return body;
   }
-  window.flamedeck = { cookie, escapeHtml, fetchJson };
+  // Build a DOM node; text children become text nodes, so untrusted text stays text.
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "class") node.className = value;
+      else if (key === "style") node.style.cssText = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else if (value !== null && value !== undefined && value !== false) node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+  window.flamedeck = { cookie, escapeHtml, fetchJson, el };
 })();

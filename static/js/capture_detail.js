@@ -22,17 +22,7 @@
     catch (err) { return null; }
   }
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") node.className = v;
-      else if (k === "style") node.style.cssText = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v);
-    }
-    children.forEach((c) => c !== null && c !== undefined && node.append(c));
-    return node;
-  }
+  const el = window.flamedeck.el;
 
   // --- state in the URL ----------------------------------------------------------
   function writeState() {

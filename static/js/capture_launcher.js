@@ -11,16 +11,7 @@
   const watching = new Map();
   let panels = 0;
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "class") node.className = value;
-      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else if (value !== null && value !== undefined && value !== false) node.setAttribute(key, value === true ? "" : value);
-    }
-    for (const child of children) if (child !== null && child !== undefined) node.append(child);
-    return node;
-  }
+  const el = window.flamedeck.el;
 
   // Earlier captures of this process (same RunProcess, or same host and pid) that
   // fell behind at a rate at or below the one asked for.

@@ -2,16 +2,7 @@
 // strings: command lines and errors come from the profiled machine.
 (function () {
   "use strict";
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") node.className = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v);
-    }
-    children.forEach((c) => c !== null && c !== undefined && node.append(c));
-    return node;
-  }
+  const el = window.flamedeck.el;
   const badge = (ok, yes, no) => el("span", { class: `badge ${ok ? "verdict-ok" : "verdict-unreliable"}` }, ok ? yes : no);
 
   function renderCheck(check) {

@@ -36,4 +36,19 @@
   document.addEventListener("flamedeck:capture-final", () => {
     document.getElementById("captures")?.classList.add("stale");
   });
+
+  // One click captures every process of the run with the same settings (a group).
+  const captureAll = document.getElementById("capture-all");
+  captureAll?.addEventListener("click", async () => {
+    captureAll.disabled = true;
+    try {
+      const group = await fd.fetchJson(captureAll.dataset.url, {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: "{}",
+      });
+      window.location.assign(`/groups/${group.id}/`);
+    } catch (err) {
+      captureAll.disabled = false;
+      captureAll.after(el("span", { class: "error" }, ` Could not start: ${err.message}`));
+    }
+  });
 })();
