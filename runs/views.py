@@ -234,7 +234,6 @@ def run_list(request):
     return render(request, "runs/run_list.html", context)
 
 
-@require_GET
 def _recent_groups(run) -> list[dict]:
     from profiles.jobs import group_summary
 
@@ -242,6 +241,7 @@ def _recent_groups(run) -> list[dict]:
     return [{"group": g, **group_summary(g)} for g in groups]
 
 
+@require_GET
 def run_detail(request, pk: int):
     run = _get_run_for_user(request.user, pk)
     processes = list(run.processes.select_related("host"))
