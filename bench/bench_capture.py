@@ -36,10 +36,22 @@ def _configure() -> None:
     os.environ["FLAMEDECK_VAR_DIR"] = var
     os.environ["CELERY_QUEUE"] = f"flamedeck-bench-{os.getpid()}"
     if _answers(5432):
-        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc",
-                        "DROP DATABASE IF EXISTS flamedeck_bench"], check=True)
-        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc",
-                        "CREATE DATABASE flamedeck_bench"], check=True)
+        subprocess.run(
+            [
+                "psql",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-qc",
+                "DROP DATABASE IF EXISTS flamedeck_bench",
+            ],
+            check=True,
+        )
+        subprocess.run(
+            ["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc", "CREATE DATABASE flamedeck_bench"],
+            check=True,
+        )
         os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/flamedeck_bench"
     if _answers(6379):
         os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/14"
@@ -51,12 +63,31 @@ def _start_workers(count: int, env: dict[str, str], logdir: Path) -> list[subpro
     workers = []
     for n in range(count):
         log = open(logdir / f"worker{n}.log", "w")  # noqa: SIM115 — lives as long as the worker
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "warning",
-             "--concurrency", "1", "-n", f"bench{n}@%h", "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        ))
+        workers.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "config",
+                    "worker",
+                    "-l",
+                    "warning",
+                    "--concurrency",
+                    "1",
+                    "-n",
+                    f"bench{n}@%h",
+                    "--without-gossip",
+                    "--without-mingle",
+                ],
+                cwd=ROOT,
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
     time.sleep(4)
     return workers
 
@@ -97,8 +128,9 @@ def main() -> None:
     user = get_user_model().objects.create_superuser("bench", password="x")  # noqa: S106
     client = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     sshd = SSHServer().start()
-    Host.objects.create(name="loop", transport="ssh", address=ALIAS,
-                        py_spy=Host.objects.get(name="local").py_spy)
+    Host.objects.create(
+        name="loop", transport="ssh", address=ALIAS, py_spy=Host.objects.get(name="local").py_spy
+    )
     workload = start_workload(threads=2)
     logdir = Path(os.environ["FLAMEDECK_VAR_DIR"])
     workers = _start_workers(2, {"FLAMEDECK_SSH_CONFIG": str(sshd.config)}, logdir)
@@ -109,25 +141,36 @@ def main() -> None:
         overheads = []
         for _ in range(args.repeat):
             t0 = time.monotonic()
-            response = client.post("/api/captures/", {"host": "loop", "pid": workload.pid,
-                                   "duration": args.duration, "rate": 50},
-                                   content_type="application/json")
+            response = client.post(
+                "/api/captures/",
+                {"host": "loop", "pid": workload.pid, "duration": args.duration, "rate": 50},
+                content_type="application/json",
+            )
             capture_id = response.json()["id"]
             status, t1 = _wait([capture_id], 120)[capture_id]
             assert status == "done", status
             overheads.append(t1 - t0 - args.duration)
-        print(f"  {args.duration}-s capture, API request to done: overhead median "
-              f"{statistics.median(overheads):.2f} s (runs: "
-              f"{', '.join(f'{o:.2f}' for o in overheads)}; target < 1.5 s)")
+        print(
+            f"  {args.duration}-s capture, API request to done: overhead median "
+            f"{statistics.median(overheads):.2f} s (runs: "
+            f"{', '.join(f'{o:.2f}' for o in overheads)}; target < 1.5 s)"
+        )
         t0 = time.monotonic()
-        ids = [client.post("/api/captures/", {"host": "loop", "pid": workload.pid, "duration": 2,
-                           "rate": 50}, content_type="application/json").json()["id"]
-               for _ in range(args.burst)]
+        ids = [
+            client.post(
+                "/api/captures/",
+                {"host": "loop", "pid": workload.pid, "duration": 2, "rate": 50},
+                content_type="application/json",
+            ).json()["id"]
+            for _ in range(args.burst)
+        ]
         finished = _wait(ids, 600)
         done = sum(1 for status, _ in finished.values() if status == "done")
         wall = max(t for _, t in finished.values()) - t0 if finished else float("nan")
-        print(f"  {args.burst} captures of 2 s at once on 2 workers: {done}/{args.burst} done "
-              f"in {wall:.1f} s (ideal {args.burst * 2 / 2:.0f} s of sampling)")
+        print(
+            f"  {args.burst} captures of 2 s at once on 2 workers: {done}/{args.burst} done "
+            f"in {wall:.1f} s (ideal {args.burst * 2 / 2:.0f} s of sampling)"
+        )
     finally:
         for worker in workers:
             os.killpg(worker.pid, 15)

@@ -18,7 +18,9 @@ urlpatterns = [
     path("captures/", profiles_api.capture_list, name="capture_list"),
     path("captures/import/", profiles_api.capture_import, name="capture_import"),
     path("captures/<int:pk>/", profiles_api.capture_detail, name="capture_detail"),
-    path("captures/<int:pk>/flamegraph/", profiles_api.capture_flamegraph, name="capture_flamegraph"),
+    path(
+        "captures/<int:pk>/flamegraph/", profiles_api.capture_flamegraph, name="capture_flamegraph"
+    ),
     path("captures/<int:pk>/cancel/", profiles_api.capture_cancel, name="capture_cancel"),
     path("compare/", compare_views.compare_api, name="compare"),
 ]

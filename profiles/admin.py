@@ -27,8 +27,16 @@ class CaptureAdmin(admin.ModelAdmin):
     search_fields = ["id", "error", "note", "original_name"]
     raw_id_fields = ["run", "process", "group"]
     readonly_fields = [
-        "queued_at", "started_at", "finished_at", "heartbeat_at", "worker", "progress",
-        "stats", "error_cause", "raw_size", "raw_pruned_at",
+        "queued_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "worker",
+        "progress",
+        "stats",
+        "error_cause",
+        "raw_size",
+        "raw_pruned_at",
     ]
     date_hierarchy = "queued_at"
     inlines = [CommentInline]

@@ -74,17 +74,24 @@ def _threads_param(request) -> list[str] | None:
 def capture_list(request):
     if request.method == "GET":
         captures = selectors.capture_list()[:100]
-        return Response([{k: v for k, v in capture_json(c).items() if k != "stats"} for c in captures])
+        return Response(
+            [{k: v for k, v in capture_json(c).items() if k != "stats"} for c in captures]
+        )
     serializer = CaptureRequestSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     data = dict(serializer.validated_data)
     try:
         capture = services.capture_create(
-            user=request.user, host=data.pop("host"), pid=data.pop("pid"),
-            kind=data.pop("kind"), run=data.pop("run", None), **data,
+            user=request.user,
+            host=data.pop("host"),
+            pid=data.pop("pid"),
+            kind=data.pop("kind"),
+            run=data.pop("run", None),
+            **data,
         )
     except DjangoValidationError as exc:
-        raise ValidationError(exc.message_dict if hasattr(exc, "message_dict") else exc.messages)
+        detail = exc.message_dict if hasattr(exc, "message_dict") else exc.messages
+        raise ValidationError(detail) from None
     return Response({"id": capture.pk, "status": capture.status}, status=status.HTTP_201_CREATED)
 
 
@@ -114,7 +121,10 @@ def capture_cancel(request, pk: int):
     capture = get_object_or_404(Capture, pk=pk)
     if not services.capture_cancel(capture=capture):
         return Response(
-            {"detail": f"A {capture.status} capture cannot be cancelled.", "status": capture.status},
+            {
+                "detail": f"A {capture.status} capture cannot be cancelled.",
+                "status": capture.status,
+            },
             status=status.HTTP_409_CONFLICT,
         )
     capture.refresh_from_db()
@@ -155,9 +165,11 @@ def group_json(group: CaptureGroup) -> dict:
         "scheduled": group.scheduled,
         **jobs.group_summary(group),
         "processes": [
-            {**{k: v for k, v in capture_json(c).items() if k != "stats"},
-             "role": c.process.role if c.process else "",
-             "verdict": c.lag_verdict}
+            {
+                **{k: v for k, v in capture_json(c).items() if k != "stats"},
+                "role": c.process.role if c.process else "",
+                "verdict": c.lag_verdict,
+            }
             for c in captures
         ],
     }

@@ -22,7 +22,9 @@ DEFAULT_KEYWORD_SET = "GPU training"
 def operators_group_ensure() -> Group:
     group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
     for app_label, codename in OPERATOR_PERMISSIONS:
-        perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+        perm = Permission.objects.filter(
+            content_type__app_label=app_label, codename=codename
+        ).first()
         if perm:
             group.permissions.add(perm)
     return group
@@ -31,8 +33,11 @@ def operators_group_ensure() -> Group:
 def default_keyword_set_ensure() -> KeywordSet:
     keyword_set, created = KeywordSet.objects.get_or_create(
         name=DEFAULT_KEYWORD_SET,
-        defaults={"is_default": True, "description": "CUDA launch, sync, allocator, copies, "
-                  "host syncs, NCCL, waits, queues and the GIL in PyTorch training jobs."},
+        defaults={
+            "is_default": True,
+            "description": "CUDA launch, sync, allocator, copies, "
+            "host syncs, NCCL, waits, queues and the GIL in PyTorch training jobs.",
+        },
     )
     if created:
         Keyword.objects.bulk_create(

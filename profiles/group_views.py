@@ -17,7 +17,9 @@ def group_detail(request, pk: int):
     group = _get_group_for_user(request.user, pk)
     captures = selectors.group_captures(group=group)
     rows = selectors.group_rows(captures=captures)
-    categories = sorted({c["category"] for cap in captures for c in (cap.stats or {}).get("categories", [])})
+    categories = sorted(
+        {c["category"] for cap in captures for c in (cap.stats or {}).get("categories", [])}
+    )
     context = {
         "group": group,
         "rows": rows,
@@ -26,7 +28,9 @@ def group_detail(request, pk: int):
         "can_launch": can_launch(request.user),
         "page_data": {
             "group": group.pk,
-            "processes": [{"id": c.pk, "label": c.target_label, "gpu": c.gpu_samples} for c in captures],
+            "processes": [
+                {"id": c.pk, "label": c.target_label, "gpu": c.gpu_samples} for c in captures
+            ],
         },
     }
     return render(request, "profiles/group_detail.html", context)

@@ -30,8 +30,13 @@ def capture_group_create(
     group = CaptureGroup.objects.create(run=run, requested_by=user, scheduled=scheduled)
     for process in processes:
         capture_create(
-            user=user, host=process.host, pid=process.pid, process=process, group=group,
-            scheduled=scheduled, **py_spy_settings,
+            user=user,
+            host=process.host,
+            pid=process.pid,
+            process=process,
+            group=group,
+            scheduled=scheduled,
+            **py_spy_settings,
         )
     return group
 
@@ -63,15 +68,22 @@ def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
     groups = []
     for run in Run.objects.filter(status=Run.Status.RUNNING, schedule_every_min__gt=0):
         due_before = now - timezone.timedelta(minutes=run.schedule_every_min)
-        claimed = Run.objects.filter(pk=run.pk).filter(
-            Q(schedule_last_at__isnull=True) | Q(schedule_last_at__lte=due_before)
-        ).update(schedule_last_at=now)
+        claimed = (
+            Run.objects.filter(pk=run.pk)
+            .filter(Q(schedule_last_at__isnull=True) | Q(schedule_last_at__lte=due_before))
+            .update(schedule_last_at=now)
+        )
         if not claimed or not run.processes.exists():
             continue
-        groups.append(capture_group_create(
-            user=None, run=run, scheduled=True,
-            duration=settings.FLAMEDECK_SCHEDULE_DURATION_S, rate=settings.FLAMEDECK_SCHEDULE_RATE,
-        ))
+        groups.append(
+            capture_group_create(
+                user=None,
+                run=run,
+                scheduled=True,
+                duration=settings.FLAMEDECK_SCHEDULE_DURATION_S,
+                rate=settings.FLAMEDECK_SCHEDULE_RATE,
+            )
+        )
         scheduled_captures_trim(run=run)
     return groups
 
@@ -110,7 +122,9 @@ def raw_prune(*, budget_bytes: int, dry_run: bool = False) -> dict[str, int]:
         if not dry_run:
             capture.raw_file.delete(save=False)
             Capture.objects.filter(pk=capture.pk).update(raw_pruned_at=timezone.now(), raw_file="")
-    return {"total_bytes": total, "freed_bytes": freed, "pruned": pruned,
-            "kept_bytes": total - freed}
-
-
+    return {
+        "total_bytes": total,
+        "freed_bytes": freed,
+        "pruned": pruned,
+        "kept_bytes": total - freed,
+    }

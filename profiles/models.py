@@ -51,6 +51,9 @@ class CaptureGroup(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
+    def __str__(self) -> str:
+        return f"Group capture #{self.pk} of {self.run}"
+
     def get_absolute_url(self) -> str:
         return reverse("profiles:group_detail", args=[self.pk])
 

@@ -89,12 +89,15 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
             stats, tree = _analyze_samples(capture)
     except pyspy.ProfileError as exc:
         capture_mark_failed(
-            capture_id=capture.pk, cause="parse",
+            capture_id=capture.pk,
+            cause="parse",
             message=f"Could not parse py-spy's output: {exc}. The raw file and log are kept.",
         )
         return
     if tree is not None:
-        capture.flamegraph_file.save("flamegraph.json.gz", _gz(json.dumps(tree).encode()), save=False)
+        capture.flamegraph_file.save(
+            "flamegraph.json.gz", _gz(json.dumps(tree).encode()), save=False
+        )
     capture.stats = stats
     capture.save(update_fields=["stats", "flamegraph_file"])
     capture_transition(capture_id=capture.pk, to=final)
@@ -205,18 +208,26 @@ def capture_execute(*, capture_id: int) -> str:
 
 def _record_settings(capture: Capture) -> "remote.RecordSettings":
     return remote.RecordSettings(
-        duration_s=capture.duration, rate=capture.rate, native=capture.native,
-        threads=capture.threads, idle=capture.idle, gil=capture.gil,
-        nonblocking=capture.nonblocking, subprocesses=capture.subprocesses,
+        duration_s=capture.duration,
+        rate=capture.rate,
+        native=capture.native,
+        threads=capture.threads,
+        idle=capture.idle,
+        gil=capture.gil,
+        nonblocking=capture.nonblocking,
+        subprocesses=capture.subprocesses,
     )
 
 
 def _execute_record(capture: Capture) -> str:
     progress = _Progress(capture)
     result = remote.record(
-        host_target(capture.host), capture.pid, _record_settings(capture),
+        host_target(capture.host),
+        capture.pid,
+        _record_settings(capture),
         margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
-        on_progress=progress.on_line, should_cancel=progress.should_cancel,
+        on_progress=progress.on_line,
+        should_cancel=progress.should_cancel,
     )
     capture_store_outputs(capture=capture, raw=result.raw, log=result.log)
     if result.gpu_csv:

@@ -81,8 +81,13 @@ def group_rows(*, captures: list[Capture]) -> list[dict[str, Any]]:
     for index, capture in enumerate(captures):
         others = [s for i, s in enumerate(shares) if i != index and s]
         distance = _distance(shares[index], others, categories) if shares[index] and others else 0.0
-        rows.append({"capture": capture, "shares": [shares[index].get(c, 0.0) for c in categories],
-                     "distance": round(distance, 1)})
+        rows.append(
+            {
+                "capture": capture,
+                "shares": [shares[index].get(c, 0.0) for c in categories],
+                "distance": round(distance, 1),
+            }
+        )
     if rows and max(r["distance"] for r in rows) > 0:
         max(rows, key=lambda r: r["distance"])["outlier"] = True
     return rows
@@ -93,7 +98,9 @@ def _category_shares(capture: Capture) -> dict[str, float]:
     return {c["category"]: c["percent"] for c in stats.get("categories", [])}
 
 
-def _distance(own: dict[str, float], others: list[dict[str, float]], categories: list[str]) -> float:
+def _distance(
+    own: dict[str, float], others: list[dict[str, float]], categories: list[str]
+) -> float:
     """L1 distance in percentage points between a process and the mean of the others."""
     mean = {c: sum(o.get(c, 0.0) for o in others) / len(others) for c in categories}
     return sum(abs(own.get(c, 0.0) - mean[c]) for c in categories)

@@ -19,7 +19,16 @@ from .models import Capture, CaptureGroup, Comment, KeywordSet
 log = logging.getLogger(__name__)
 Status = Capture.Status
 
-RECORD_FIELDS = ("duration", "rate", "native", "threads", "idle", "gil", "nonblocking", "subprocesses")
+RECORD_FIELDS = (
+    "duration",
+    "rate",
+    "native",
+    "threads",
+    "idle",
+    "gil",
+    "nonblocking",
+    "subprocesses",
+)
 
 
 class IllegalTransition(Exception):
@@ -36,7 +45,9 @@ def capture_transition(*, capture_id: int, to: str, **fields: Any) -> bool:
         raise IllegalTransition(f"no status leads to {to}")
     if to in Capture.FINAL:
         fields.setdefault("finished_at", timezone.now())
-    return bool(Capture.objects.filter(pk=capture_id, status__in=sources).update(status=to, **fields))
+    return bool(
+        Capture.objects.filter(pk=capture_id, status__in=sources).update(status=to, **fields)
+    )
 
 
 def capture_claim(*, capture_id: int, worker: str) -> bool:
@@ -81,9 +92,16 @@ def capture_create(
     if unknown:
         raise ValidationError({"settings": f"unknown settings: {', '.join(sorted(unknown))}"})
     capture = Capture(
-        host=host, pid=pid, kind=kind, run=run or (process.run if process else None),
-        process=process, group=group, scheduled=scheduled, requested_by=user,
-        keyword_set=KeywordSet.objects.filter(is_default=True).first(), **py_spy_settings,
+        host=host,
+        pid=pid,
+        kind=kind,
+        run=run or (process.run if process else None),
+        process=process,
+        group=group,
+        scheduled=scheduled,
+        requested_by=user,
+        keyword_set=KeywordSet.objects.filter(is_default=True).first(),
+        **py_spy_settings,
     )
     capture_validate_settings(kind=capture.kind, duration=capture.duration, rate=capture.rate)
     capture.save()
@@ -97,9 +115,7 @@ def capture_enqueue(*, capture: Capture) -> None:
     from .tasks import run_capture
 
     bound = capture.duration + settings.FLAMEDECK_CAPTURE_MARGIN_S
-    run_capture.apply_async(
-        args=[capture.pk], soft_time_limit=bound + 30, time_limit=bound + 60
-    )
+    run_capture.apply_async(args=[capture.pk], soft_time_limit=bound + 30, time_limit=bound + 60)
 
 
 def capture_mark_failed(*, capture_id: int, cause: str, message: str) -> bool:
@@ -115,7 +131,10 @@ def capture_cancel(*, capture: Capture) -> bool:
     ends the capture as cancelled, with whatever samples it had.
     """
     if capture.status == Status.QUEUED and capture_transition(
-        capture_id=capture.pk, to=Status.CANCELLED, cancel_requested=True, error="Cancelled before it started."
+        capture_id=capture.pk,
+        to=Status.CANCELLED,
+        cancel_requested=True,
+        error="Cancelled before it started.",
     ):
         return True
     return bool(
@@ -137,8 +156,13 @@ def capture_import(
     from . import pipeline
 
     capture = Capture.objects.create(
-        kind=Capture.Kind.IMPORT, run=run, requested_by=user, status=Status.PARSING,
-        original_name=(file.name or "upload")[:255], duration=0, rate=0,
+        kind=Capture.Kind.IMPORT,
+        run=run,
+        requested_by=user,
+        status=Status.PARSING,
+        original_name=(file.name or "upload")[:255],
+        duration=0,
+        rate=0,
         keyword_set=KeywordSet.objects.filter(is_default=True).first(),
     )
     pipeline.capture_store_outputs(
@@ -178,7 +202,9 @@ def comment_create(
 def reap_lost_captures(*, timeout_s: int) -> int:
     """Mark running captures whose worker stopped sending heartbeats as failed."""
     cutoff = timezone.now() - timezone.timedelta(seconds=timeout_s)
-    lost = Capture.objects.filter(status__in=[Status.RUNNING, Status.PARSING], heartbeat_at__lt=cutoff)
+    lost = Capture.objects.filter(
+        status__in=[Status.RUNNING, Status.PARSING], heartbeat_at__lt=cutoff
+    )
     count = 0
     for capture_id in lost.values_list("pk", flat=True):
         count += capture_mark_failed(

@@ -30,14 +30,17 @@ def run_capture(self, capture_id: int) -> str:
         return pipeline.capture_execute(capture_id=capture_id)
     except remote.RemoteError as exc:
         if self.request.retries >= settings.FLAMEDECK_CAPTURE_RETRIES:
-            services.capture_mark_failed(capture_id=capture_id, cause=exc.cause, message=exc.message)
+            services.capture_mark_failed(
+                capture_id=capture_id, cause=exc.cause, message=exc.message
+            )
             return Capture.Status.FAILED
         raise self.retry(
             exc=exc, countdown=backoff_s(self.request.retries), max_retries=None
         ) from exc
     except SoftTimeLimitExceeded:
         services.capture_mark_failed(
-            capture_id=capture_id, cause="time_limit",
+            capture_id=capture_id,
+            cause="time_limit",
             message="The worker's time limit for this capture ran out; py-spy was stopped.",
         )
         return Capture.Status.FAILED
@@ -46,7 +49,6 @@ def run_capture(self, capture_id: int) -> str:
 @shared_task
 def reap_lost_captures() -> int:
     return services.reap_lost_captures(timeout_s=settings.FLAMEDECK_HEARTBEAT_TIMEOUT_S)
-
 
 
 @shared_task

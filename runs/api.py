@@ -15,8 +15,18 @@ class HostSerializer(serializers.ModelSerializer):
     class Meta:
         model = Host
         fields = [
-            "id", "name", "transport", "address", "port", "username", "exec_prefix",
-            "py_spy", "sudo", "notes", "last_check", "last_checked_at",
+            "id",
+            "name",
+            "transport",
+            "address",
+            "port",
+            "username",
+            "exec_prefix",
+            "py_spy",
+            "sudo",
+            "notes",
+            "last_check",
+            "last_checked_at",
         ]
         read_only_fields = ["last_check", "last_checked_at"]
 
@@ -39,7 +49,16 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "name", "description", "status", "tags", "started_at", "ended_at", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "description",
+            "status",
+            "tags",
+            "started_at",
+            "ended_at",
+            "created_at",
+        ]
 
 
 def api(methods: list[str], permissions=(CanLaunchOrReadOnly,)):
@@ -86,7 +105,8 @@ def run_list(request):
         serializer = RunSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         run = services.run_create(
-            user=request.user, name=serializer.validated_data["name"],
+            user=request.user,
+            name=serializer.validated_data["name"],
             description=serializer.validated_data.get("description", ""),
             tags=request.data.get("tags", "") if isinstance(request.data.get("tags"), str) else "",
         )

@@ -36,8 +36,12 @@ class GpuTimeline(TypedDict):
 
 
 def nvidia_smi_argv(interval_ms: int = INTERVAL_MS) -> list[str]:
-    return ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
-            f"--loop-ms={interval_ms}"]
+    return [
+        "nvidia-smi",
+        f"--query-gpu={QUERY}",
+        "--format=csv,noheader,nounits",
+        f"--loop-ms={interval_ms}",
+    ]
 
 
 def _number(text: str) -> float | None:
@@ -75,11 +79,13 @@ def parse_nvidia_smi(text: str, interval_ms: int = INTERVAL_MS) -> GpuTimeline:
             skipped += 1
             continue
         start = start or when
-        series.setdefault(int(index), []).append({
-            "t": round((when - start).total_seconds(), 3),
-            "util": _number(fields[2]),
-            "mem_used_mib": _number(fields[3]),
-            "mem_total_mib": _number(fields[4]),
-        })
+        series.setdefault(int(index), []).append(
+            {
+                "t": round((when - start).total_seconds(), 3),
+                "util": _number(fields[2]),
+                "mem_used_mib": _number(fields[3]),
+                "mem_total_mib": _number(fields[4]),
+            }
+        )
     gpus: list[GpuSeries] = [{"index": i, "points": pts} for i, pts in sorted(series.items())]
     return {"interval_ms": interval_ms, "gpus": gpus, "skipped_lines": skipped}

@@ -21,7 +21,9 @@ class Tag(models.Model):
 def _reject_option_like(value: str, field: str) -> None:
     # ssh would read a leading "-" as an option (e.g. -oProxyCommand=...).
     if value.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in value):
-        raise ValidationError({field: "must not start with '-' or contain spaces or control characters"})
+        raise ValidationError(
+            {field: "must not start with '-' or contain spaces or control characters"}
+        )
 
 
 class Host(models.Model):
@@ -34,7 +36,9 @@ class Host(models.Model):
     name = models.CharField(max_length=100, unique=True)
     transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.SSH)
     address = models.CharField(
-        max_length=255, blank=True, help_text="Host name, IP address or an alias from ~/.ssh/config."
+        max_length=255,
+        blank=True,
+        help_text="Host name, IP address or an alias from ~/.ssh/config.",
     )
     port = models.PositiveIntegerField(null=True, blank=True)
     username = models.CharField(max_length=100, blank=True)

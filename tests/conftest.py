@@ -63,17 +63,40 @@ class WorkerProcess:
     """`celery -A config worker` as a child process; stopped (or killed) by the test."""
 
     def __init__(
-        self, log_path: Path, concurrency: int = 2, name: str = "w1", env: dict | None = None,
+        self,
+        log_path: Path,
+        concurrency: int = 2,
+        name: str = "w1",
+        env: dict | None = None,
         beat: bool = False,
     ) -> None:
         self.log_path = log_path
         self.log = open(log_path, "w")  # noqa: SIM115 — closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "info",
-             "--concurrency", str(concurrency), "--pool", "prefork", "-n", f"{name}@%h",
-             "--without-gossip", "--without-mingle", "--without-heartbeat",
-             *(["--beat", "--schedule", str(log_path.with_suffix(".beat"))] if beat else [])],
-            cwd=ROOT, env={**worker_env(), **(env or {})}, stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-l",
+                "info",
+                "--concurrency",
+                str(concurrency),
+                "--pool",
+                "prefork",
+                "-n",
+                f"{name}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                *(["--beat", "--schedule", str(log_path.with_suffix(".beat"))] if beat else []),
+            ],
+            cwd=ROOT,
+            env={**worker_env(), **(env or {})},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         self._wait_ready()

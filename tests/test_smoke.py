@@ -18,7 +18,9 @@ def test_the_base_layout_loads_with_navigation_and_bundled_assets(teammate_clien
 
 
 def test_the_admin_link_shows_only_for_staff(teammate_client, admin_client):
-    assert reverse("admin:index") not in teammate_client.get(reverse("runs:run_list")).content.decode()
+    assert (
+        reverse("admin:index") not in teammate_client.get(reverse("runs:run_list")).content.decode()
+    )
     assert reverse("admin:index") in admin_client.get(reverse("runs:run_list")).content.decode()
 
 

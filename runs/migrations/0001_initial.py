@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,74 +14,160 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Host',
+            name="Host",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('transport', models.CharField(choices=[('local', 'Local (this machine)'), ('ssh', 'SSH')], default='ssh', max_length=10)),
-                ('address', models.CharField(blank=True, help_text='Host name, IP address or an alias from ~/.ssh/config.', max_length=255)),
-                ('port', models.PositiveIntegerField(blank=True, null=True)),
-                ('username', models.CharField(blank=True, max_length=100)),
-                ('exec_prefix', models.CharField(blank=True, help_text='Wraps every command, e.g. `pct exec 200 --` or `docker exec -i trainer`.', max_length=300)),
-                ('py_spy', models.CharField(default='py-spy', max_length=300, verbose_name='py-spy path')),
-                ('sudo', models.BooleanField(default=False, help_text='Run commands through `sudo -n`.')),
-                ('notes', models.TextField(blank=True)),
-                ('last_check', models.JSONField(blank=True, editable=False, null=True)),
-                ('last_checked_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "transport",
+                    models.CharField(
+                        choices=[("local", "Local (this machine)"), ("ssh", "SSH")],
+                        default="ssh",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "address",
+                    models.CharField(
+                        blank=True,
+                        help_text="Host name, IP address or an alias from ~/.ssh/config.",
+                        max_length=255,
+                    ),
+                ),
+                ("port", models.PositiveIntegerField(blank=True, null=True)),
+                ("username", models.CharField(blank=True, max_length=100)),
+                (
+                    "exec_prefix",
+                    models.CharField(
+                        blank=True,
+                        help_text="Wraps every command, e.g. `pct exec 200 --` or `docker exec -i trainer`.",
+                        max_length=300,
+                    ),
+                ),
+                (
+                    "py_spy",
+                    models.CharField(default="py-spy", max_length=300, verbose_name="py-spy path"),
+                ),
+                (
+                    "sudo",
+                    models.BooleanField(default=False, help_text="Run commands through `sudo -n`."),
+                ),
+                ("notes", models.TextField(blank=True)),
+                ("last_check", models.JSONField(blank=True, editable=False, null=True)),
+                ("last_checked_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Tag',
+            name="Tag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(unique=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(unique=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('status', models.CharField(choices=[('planned', 'Planned'), ('running', 'Running'), ('finished', 'Finished'), ('failed', 'Failed')], default='running', max_length=20)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('schedule_every_min', models.PositiveIntegerField(default=0)),
-                ('schedule_keep', models.PositiveIntegerField(default=50)),
-                ('schedule_last_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('tags', models.ManyToManyField(blank=True, related_name='runs', to='runs.tag')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("planned", "Planned"),
+                            ("running", "Running"),
+                            ("finished", "Finished"),
+                            ("failed", "Failed"),
+                        ],
+                        default="running",
+                        max_length=20,
+                    ),
+                ),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("schedule_every_min", models.PositiveIntegerField(default=0)),
+                ("schedule_keep", models.PositiveIntegerField(default=50)),
+                ("schedule_last_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                ("tags", models.ManyToManyField(blank=True, related_name="runs", to="runs.tag")),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='RunProcess',
+            name="RunProcess",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('pid', models.PositiveIntegerField()),
-                ('role', models.CharField(blank=True, max_length=100)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('host', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='processes', to='runs.host')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='processes', to='runs.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("pid", models.PositiveIntegerField()),
+                ("role", models.CharField(blank=True, max_length=100)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "host",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="processes",
+                        to="runs.host",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="processes",
+                        to="runs.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['role', 'pid'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'host', 'pid'), name='unique_process_per_run')],
+                "ordering": ["role", "pid"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "host", "pid"), name="unique_process_per_run"
+                    )
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['status', '-created_at'], name='runs_run_status_f151c0_idx'),
+            model_name="run",
+            index=models.Index(fields=["status", "-created_at"], name="runs_run_status_f151c0_idx"),
         ),
     ]

@@ -151,7 +151,13 @@ def record(
     stopped_by = "bound" if done.trigger == "timeout" else watch.reason
     exited = "Stopped sampling because process exited" in log
     return RecordResult(
-        raw, log, clean_stderr(done.stderr), exit_code, stopped_by, done.elapsed_s, exited,
+        raw,
+        log,
+        clean_stderr(done.stderr),
+        exit_code,
+        stopped_by,
+        done.elapsed_s,
+        exited,
         gpu_csv,
     )
 

@@ -18,8 +18,12 @@ def _manage(args: list[str], tmp_path: Path, **env: str) -> subprocess.Completed
     clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     clean.update(DJANGO_SETTINGS_MODULE="config.settings", FLAMEDECK_VAR_DIR=str(tmp_path), **env)
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=clean,
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -49,7 +53,8 @@ def test_it_refuses_a_database_url_with_a_wrong_scheme(monkeypatch):
 def test_with_nothing_set_it_uses_sqlite_under_var_and_a_filesystem_broker(tmp_path):
     code = (
         "from django.conf import settings as s; "
-        "print(s.DATABASES['default']['ENGINE'], s.DATABASES['default']['NAME'], s.CELERY_BROKER_URL)"
+        "db = s.DATABASES['default']; "
+        "print(db['ENGINE'], db['NAME'], s.CELERY_BROKER_URL)"
     )
     result = _manage(["shell", "-c", code], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -66,11 +71,16 @@ def test_database_and_redis_urls_switch_to_postgresql_and_redis(tmp_path):
         "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL)"
     )
     result = _manage(
-        ["shell", "-c", code], tmp_path,
-        DATABASE_URL="postgres://u@127.0.0.1:5432/x", REDIS_URL="redis://127.0.0.1:6379/3",
+        ["shell", "-c", code],
+        tmp_path,
+        DATABASE_URL="postgres://u@127.0.0.1:5432/x",
+        REDIS_URL="redis://127.0.0.1:6379/3",
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1].split() == ["django.db.backends.postgresql", "redis://127.0.0.1:6379/3"]
+    assert result.stdout.strip().splitlines()[-1].split() == [
+        "django.db.backends.postgresql",
+        "redis://127.0.0.1:6379/3",
+    ]
 
 
 @pytest.mark.parametrize(

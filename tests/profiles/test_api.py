@@ -11,15 +11,20 @@ from runs.models import Host
 
 pytestmark = pytest.mark.django_db
 
-RAW = "thread (11): MainThread;main (train.py:10);step (train.py:20);cuLaunchKernel (libcuda.so.1) 7\n" \
-      "thread (11): MainThread;main (train.py:10);cudaStreamSynchronize (libcudart.so) 3\n"
+RAW = (
+    "thread (11): MainThread;main (train.py:10);step (train.py:20);"
+    "cuLaunchKernel (libcuda.so.1) 7\n"
+    "thread (11): MainThread;main (train.py:10);cudaStreamSynchronize (libcudart.so) 3\n"
+)
 
 
 @pytest.fixture(autouse=True)
 def _no_enqueue(monkeypatch):
     """The API only queues; running captures is the worker tests' business."""
     sent = []
-    monkeypatch.setattr("profiles.services.capture_enqueue", lambda *, capture: sent.append(capture.pk))
+    monkeypatch.setattr(
+        "profiles.services.capture_enqueue", lambda *, capture: sent.append(capture.pk)
+    )
     return sent
 
 
@@ -32,9 +37,14 @@ def _token_client(client, user):
 @pytest.mark.parametrize(
     ("method", "url"),
     [
-        ("get", "/api/hosts/"), ("post", "/api/hosts/"), ("get", "/api/captures/"),
-        ("post", "/api/captures/"), ("get", "/api/captures/1/"), ("get", "/api/captures/1/flamegraph/"),
-        ("post", "/api/captures/1/cancel/"), ("post", "/api/captures/import/"),
+        ("get", "/api/hosts/"),
+        ("post", "/api/hosts/"),
+        ("get", "/api/captures/"),
+        ("post", "/api/captures/"),
+        ("get", "/api/captures/1/"),
+        ("get", "/api/captures/1/flamegraph/"),
+        ("post", "/api/captures/1/cancel/"),
+        ("post", "/api/captures/import/"),
     ],
 )
 def test_anonymous_requests_get_401_or_403_never_data(client, method, url):
@@ -50,8 +60,15 @@ def test_a_bad_token_is_refused(client):
 
 def test_an_operator_creates_a_host_with_a_token(client, owner):
     client = _token_client(client, owner)
-    body = {"name": "gpu-7", "transport": "ssh", "address": "gpu7.example", "port": 2222,
-            "username": "train", "exec_prefix": "pct exec 200 --", "py_spy": "/usr/local/bin/py-spy"}
+    body = {
+        "name": "gpu-7",
+        "transport": "ssh",
+        "address": "gpu7.example",
+        "port": 2222,
+        "username": "train",
+        "exec_prefix": "pct exec 200 --",
+        "py_spy": "/usr/local/bin/py-spy",
+    }
     response = client.post("/api/hosts/", body, content_type="application/json")
     assert response.status_code == 201, response.content
     host = Host.objects.get(pk=response.json()["id"])
@@ -68,12 +85,20 @@ def test_a_host_address_that_looks_like_an_ssh_option_is_refused(owner_client):
 def test_a_teammate_may_read_hosts_but_not_create_them_or_launch(teammate_client):
     assert teammate_client.get("/api/hosts/").status_code == 200
     body = {"name": "x", "transport": "local"}
-    assert teammate_client.post("/api/hosts/", body, content_type="application/json").status_code == 403
+    assert (
+        teammate_client.post("/api/hosts/", body, content_type="application/json").status_code
+        == 403
+    )
     body = {"host": "local", "pid": 1}
-    assert teammate_client.post("/api/captures/", body, content_type="application/json").status_code == 403
+    assert (
+        teammate_client.post("/api/captures/", body, content_type="application/json").status_code
+        == 403
+    )
 
 
-def test_creating_a_capture_queues_it_with_its_settings(owner_client, _no_enqueue, django_capture_on_commit_callbacks):
+def test_creating_a_capture_queues_it_with_its_settings(
+    owner_client, _no_enqueue, django_capture_on_commit_callbacks
+):
     body = {"host": "local", "pid": 4242, "duration": 5, "rate": 50, "idle": True}
     with django_capture_on_commit_callbacks(execute=True):
         response = owner_client.post("/api/captures/", body, content_type="application/json")
@@ -81,18 +106,30 @@ def test_creating_a_capture_queues_it_with_its_settings(owner_client, _no_enqueu
     data = response.json()
     assert data["status"] == "queued"
     capture = Capture.objects.get(pk=data["id"])
-    assert (capture.pid, capture.duration, capture.rate, capture.idle, capture.native, capture.threads) == (
-        4242, 5, 50, True, True, True)
+    assert (
+        capture.pid,
+        capture.duration,
+        capture.rate,
+        capture.idle,
+        capture.native,
+        capture.threads,
+    ) == (4242, 5, 50, True, True, True)
     assert _no_enqueue == [capture.pk]
     detail = owner_client.get(f"/api/captures/{capture.pk}/").json()
     assert detail["status"] == "queued" and detail["stats"] is None and detail["error"] == ""
 
 
-@pytest.mark.parametrize("body", [
-    {"host": "local", "pid": 0}, {"host": "local", "pid": "1; rm -rf /"}, {"host": "nowhere", "pid": 5},
-    {"host": "local", "pid": 5, "rate": 0}, {"host": "local", "pid": 5, "duration": 100000},
-    {"host": "local", "pid": 5, "kind": "flame"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"host": "local", "pid": 0},
+        {"host": "local", "pid": "1; rm -rf /"},
+        {"host": "nowhere", "pid": 5},
+        {"host": "local", "pid": 5, "rate": 0},
+        {"host": "local", "pid": 5, "duration": 100000},
+        {"host": "local", "pid": 5, "kind": "flame"},
+    ],
+)
 def test_bad_capture_requests_get_400_with_the_field_named(owner_client, body):
     response = owner_client.post("/api/captures/", body, content_type="application/json")
     assert response.status_code == 400

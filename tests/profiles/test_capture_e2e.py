@@ -55,7 +55,9 @@ def test_a_capture_requested_through_the_api_runs_on_a_real_worker_and_stores_st
     assert any("matmul_like" in f["frame"] for f in stats["top_self"])
     assert stats["lag"]["requested_rate"] == 50
     assert capture.worker and capture.started_at and capture.finished_at
-    assert api.get(f"/api/captures/{capture_id}/flamegraph/").json()["value"] == stats["total_samples"]
+    assert (
+        api.get(f"/api/captures/{capture_id}/flamegraph/").json()["value"] == stats["total_samples"]
+    )
 
 
 def test_a_capture_runs_over_ssh_through_an_exec_prefix(
@@ -68,13 +70,20 @@ def test_a_capture_runs_over_ssh_through_an_exec_prefix(
     wrapper.write_text(f'#!/bin/sh\necho "$@" >> {marker}\nshift 3\nexec "$@"\n')
     wrapper.chmod(0o755)
     Host.objects.create(
-        name="gpu-node", transport="ssh", address=ALIAS, exec_prefix=f"{wrapper} exec 200 --",
+        name="gpu-node",
+        transport="ssh",
+        address=ALIAS,
+        exec_prefix=f"{wrapper} exec 200 --",
         py_spy=Host.objects.get(name="local").py_spy,
     )
-    worker = WorkerProcess(tmp_path / "w.log", env={"FLAMEDECK_SSH_CONFIG": str(loopback_sshd.config)})
+    worker = WorkerProcess(
+        tmp_path / "w.log", env={"FLAMEDECK_SSH_CONFIG": str(loopback_sshd.config)}
+    )
     try:
         api = _api(client, owner)
-        capture_id = _request_capture(api, host="gpu-node", pid=running_workload.pid, duration=2, rate=50)
+        capture_id = _request_capture(
+            api, host="gpu-node", pid=running_workload.pid, duration=2, rate=50
+        )
         capture = _wait_for(capture_id, {"done", "failed"})
     finally:
         worker.stop()

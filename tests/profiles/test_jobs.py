@@ -52,17 +52,23 @@ def test_a_run_without_processes_cannot_be_group_captured(queued):
 def _finish(capture, status, categories=(), started=None):
     capture.status = status
     capture.started_at = started or timezone.now()
-    capture.stats = {"total_samples": 100, "categories": [
-        {"category": c, "samples": p, "percent": p} for c, p in categories]}
+    capture.stats = {
+        "total_samples": 100,
+        "categories": [{"category": c, "samples": p, "percent": p} for c, p in categories],
+    }
     capture.save()
 
 
-def test_the_group_is_partial_when_one_process_failed_and_names_the_straggler(run_with_processes, queued):
+def test_the_group_is_partial_when_one_process_failed_and_names_the_straggler(
+    run_with_processes, queued
+):
     group = jobs.capture_group_create(user=None, run=run_with_processes)
     a, b, c = group.captures.order_by("pid")
     t0 = timezone.now()
     _finish(a, "done", [("launch", 20), ("sync", 10)], started=t0)
-    _finish(b, "done", [("launch", 21), ("sync", 11)], started=t0 + timezone.timedelta(seconds=0.25))
+    _finish(
+        b, "done", [("launch", 21), ("sync", 11)], started=t0 + timezone.timedelta(seconds=0.25)
+    )
     _finish(c, "done", [("launch", 5), ("sync", 60)], started=t0 + timezone.timedelta(seconds=0.1))
     summary = jobs.group_summary(group)
     assert summary["status"] == "done" and summary["start_skew_s"] == pytest.approx(0.25)
@@ -72,9 +78,14 @@ def test_the_group_is_partial_when_one_process_failed_and_names_the_straggler(ru
     assert jobs.group_summary(group)["status"] == "partial"
 
 
-def test_the_api_captures_a_whole_run_and_reports_the_group(owner_client, run_with_processes, queued):
-    response = owner_client.post(f"/api/runs/{run_with_processes.pk}/capture/", {"duration": 5},
-                                 content_type="application/json")
+def test_the_api_captures_a_whole_run_and_reports_the_group(
+    owner_client, run_with_processes, queued
+):
+    response = owner_client.post(
+        f"/api/runs/{run_with_processes.pk}/capture/",
+        {"duration": 5},
+        content_type="application/json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["status"] == "running" and len(body["processes"]) == 3
@@ -109,7 +120,9 @@ def _with_raw(size: int, age_days: int) -> Capture:
     capture.raw_file.save("samples.txt.gz", ContentFile(gzip.compress(b"x" * size)), save=False)
     capture.raw_size = size
     capture.save()
-    Capture.objects.filter(pk=capture.pk).update(queued_at=timezone.now() - timezone.timedelta(days=age_days))
+    Capture.objects.filter(pk=capture.pk).update(
+        queued_at=timezone.now() - timezone.timedelta(days=age_days)
+    )
     return capture
 
 
@@ -136,9 +149,14 @@ def test_a_scheduled_capture_fires_through_a_real_beat_and_worker(tmp_path, runn
     from tests.conftest import WorkerProcess
 
     run = Run.objects.create(name="sched", status="running", schedule_every_min=1)
-    RunProcess.objects.create(run=run, host=Host.objects.get(name="local"), pid=running_workload.pid)
-    env = {"FLAMEDECK_SCHEDULE_TICK_S": "1", "FLAMEDECK_SCHEDULE_DURATION_S": "2",
-           "FLAMEDECK_SCHEDULE_RATE": "50"}
+    RunProcess.objects.create(
+        run=run, host=Host.objects.get(name="local"), pid=running_workload.pid
+    )
+    env = {
+        "FLAMEDECK_SCHEDULE_TICK_S": "1",
+        "FLAMEDECK_SCHEDULE_DURATION_S": "2",
+        "FLAMEDECK_SCHEDULE_RATE": "50",
+    }
     worker = WorkerProcess(tmp_path / "beat.log", beat=True, env=env)
     try:
         deadline = time.monotonic() + 45

@@ -21,12 +21,14 @@ def two_hosts(tmp_path):
     servers = [SSHServer().start(), SSHServer().start()]
     config, known = tmp_path / "ssh_config", tmp_path / "known_hosts"
     known.write_text("".join(s.known_hosts.read_text() for s in servers))
-    config.write_text("".join(
-        f"Host node-{name}\n  HostName 127.0.0.1\n  Port {s.port}\n  User root\n"
-        f"  IdentityFile {s.client_key}\n  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n"
-        "  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
-        for name, s in zip("ab", servers, strict=True)
-    ))
+    config.write_text(
+        "".join(
+            f"Host node-{name}\n  HostName 127.0.0.1\n  Port {s.port}\n  User root\n"
+            f"  IdentityFile {s.client_key}\n  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n"
+            "  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
+            for name, s in zip("ab", servers, strict=True)
+        )
+    )
     yield servers, config
     for server in servers:
         server.cleanup()
@@ -39,11 +41,15 @@ def test_a_group_over_two_hosts_with_one_down_is_partial_and_keeps_the_other(
     py_spy = Host.objects.get(name="local").py_spy
     run = Run.objects.create(name="two-node", status="running")
     for name in "ab":
-        host = Host.objects.create(name=f"node-{name}", transport="ssh", address=f"node-{name}",
-                                   py_spy=py_spy)
+        host = Host.objects.create(
+            name=f"node-{name}", transport="ssh", address=f"node-{name}", py_spy=py_spy
+        )
         RunProcess.objects.create(run=run, host=host, pid=running_workload.pid, role=f"rank-{name}")
-    env = {"FLAMEDECK_SSH_CONFIG": str(config), "FLAMEDECK_CAPTURE_RETRIES": "1",
-           "FLAMEDECK_RETRY_BACKOFF_S": "0"}
+    env = {
+        "FLAMEDECK_SSH_CONFIG": str(config),
+        "FLAMEDECK_CAPTURE_RETRIES": "1",
+        "FLAMEDECK_RETRY_BACKOFF_S": "0",
+    }
     worker = WorkerProcess(tmp_path / "w.log", env=env)
     try:
         server_b.stop()  # node-b goes down as the job capture starts

@@ -150,3 +150,19 @@ def test_a_capture_without_heartbeat_is_reaped_as_worker_lost(capture):
     assert services.reap_lost_captures(timeout_s=60) == 1
     capture.refresh_from_db()
     assert capture.status == "failed" and capture.error_cause == "worker_lost"
+
+
+def test_gpu_samples_taken_beside_py_spy_are_stored_with_the_capture(monkeypatch, capture):
+    csv = "2026/11/29 10:00:00.000, 0, 91, 100, 200\n2026/11/29 10:00:00.250, 0, [N/A], 120, 200\n"
+    _swap_record(monkeypatch, _result(gpu_csv=csv))
+    assert pipeline.capture_execute(capture_id=capture.pk) == "done"
+    capture.refresh_from_db()
+    points = capture.gpu_samples["gpus"][0]["points"]
+    assert [(p["t"], p["util"]) for p in points] == [(0.0, 91.0), (0.25, None)]
+
+
+def test_a_host_without_nvidia_smi_stores_no_gpu_timeline(monkeypatch, capture):
+    _swap_record(monkeypatch, _result())
+    pipeline.capture_execute(capture_id=capture.pk)
+    capture.refresh_from_db()
+    assert capture.gpu_samples is None

@@ -18,7 +18,9 @@ class Command(BaseCommand):
         defaults_ensure()
         User = get_user_model()
         if User.objects.filter(is_superuser=True).exists():
-            names = ", ".join(User.objects.filter(is_superuser=True).values_list("username", flat=True)[:5])
+            names = ", ".join(
+                User.objects.filter(is_superuser=True).values_list("username", flat=True)[:5]
+            )
             self.stdout.write(
                 f"Log in as {names}. Forgot the password? "
                 f".venv/bin/python manage.py changepassword {names.split(', ')[0]}"
@@ -27,5 +29,7 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(12)
         user = User.objects.create_superuser(username=username, email="", password=password)
         user.groups.add(operators_group_ensure())
-        self.stdout.write(self.style.SUCCESS(f"Created login {username!r} with password: {password}"))
+        self.stdout.write(
+            self.style.SUCCESS(f"Created login {username!r} with password: {password}")
+        )
         self.stdout.write("It is shown only now; change it with manage.py changepassword.")

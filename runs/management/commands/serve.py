@@ -25,9 +25,19 @@ class Command(BaseCommand):
         python = sys.executable
         web = [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"]
         worker = [
-            python, "-m", "celery", "-A", "config", "worker", "--beat", "-l", "info",
-            "--concurrency", str(concurrency),
-            "--schedule", os.path.join(os.environ.get("FLAMEDECK_VAR_DIR", "var"), "celerybeat-schedule"),
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--beat",
+            "-l",
+            "info",
+            "--concurrency",
+            str(concurrency),
+            "--schedule",
+            os.path.join(os.environ.get("FLAMEDECK_VAR_DIR", "var"), "celerybeat-schedule"),
         ]
         children = [subprocess.Popen(worker), subprocess.Popen(web)]
         self.stdout.write(f"flamedeck: http://{host}:{port}/ (Ctrl-C stops the server and worker)")
