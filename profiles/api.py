@@ -8,16 +8,15 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from runs.api import api
-from runs.models import Host, Run
+from runs.models import Host, Run, RunProcess
 
 from . import jobs, selectors, services
 from .models import Capture, CaptureGroup
 
 
-class CaptureRequestSerializer(serializers.Serializer):
-    host = serializers.CharField()
-    pid = serializers.IntegerField(min_value=1)
-    kind = serializers.ChoiceField(choices=["record", "dump"], default="record")
+class PySpySettingsSerializer(serializers.Serializer):
+    """py-spy settings of a capture, with the dashboard's defaults."""
+
     duration = serializers.IntegerField(min_value=1, default=30)
     rate = serializers.IntegerField(min_value=1, max_value=2000, default=20)
     native = serializers.BooleanField(default=True)
@@ -26,7 +25,33 @@ class CaptureRequestSerializer(serializers.Serializer):
     gil = serializers.BooleanField(default=False)
     nonblocking = serializers.BooleanField(default=False)
     subprocesses = serializers.BooleanField(default=False)
+
+
+class CaptureRequestSerializer(PySpySettingsSerializer):
+    """A capture of `host` + `pid`, or of a run's `process` (which gives both)."""
+
+    host = serializers.CharField(required=False)
+    pid = serializers.IntegerField(min_value=1, required=False)
+    process = serializers.IntegerField(required=False, allow_null=True)
+    kind = serializers.ChoiceField(choices=["record", "dump"], default="record")
     run = serializers.IntegerField(required=False, allow_null=True)
+
+    def validate_process(self, value: int | None) -> RunProcess | None:
+        if value is None:
+            return None
+        process = RunProcess.objects.select_related("host", "run").filter(pk=value).first()
+        if process is None:
+            raise serializers.ValidationError(f"no run process {value}")
+        return process
+
+    def validate(self, attrs: dict) -> dict:
+        process = attrs.get("process")
+        if process is not None:
+            attrs.update(host=process.host, pid=process.pid, run=process.run)
+        missing = [f for f in ("host", "pid") if f not in attrs]
+        if missing:
+            raise serializers.ValidationError({f: "required (or give a process)" for f in missing})
+        return attrs
 
     def validate_host(self, value: str) -> Host:
         lookup = {"pk": int(value)} if value.isdigit() else {"name": value}
@@ -87,6 +112,7 @@ def capture_list(request):
             pid=data.pop("pid"),
             kind=data.pop("kind"),
             run=data.pop("run", None),
+            process=data.pop("process", None),
             **data,
         )
     except DjangoValidationError as exc:
@@ -146,17 +172,6 @@ def capture_import(request):
     return Response(body, status=status.HTTP_201_CREATED)
 
 
-class GroupRequestSerializer(serializers.Serializer):
-    duration = serializers.IntegerField(min_value=1, default=30)
-    rate = serializers.IntegerField(min_value=1, max_value=2000, default=20)
-    native = serializers.BooleanField(default=True)
-    threads = serializers.BooleanField(default=True)
-    idle = serializers.BooleanField(default=False)
-    gil = serializers.BooleanField(default=False)
-    nonblocking = serializers.BooleanField(default=False)
-    subprocesses = serializers.BooleanField(default=False)
-
-
 def group_json(group: CaptureGroup) -> dict:
     captures = selectors.group_captures(group=group)
     return {
@@ -179,7 +194,7 @@ def group_json(group: CaptureGroup) -> dict:
 def run_capture_all(request, pk: int):
     """Capture every process of the run at once, with the same settings."""
     run = get_object_or_404(Run, pk=pk)
-    serializer = GroupRequestSerializer(data=request.data)
+    serializer = PySpySettingsSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     try:
         group = jobs.capture_group_create(user=request.user, run=run, **serializer.validated_data)

@@ -47,17 +47,3 @@ class HostForm(forms.ModelForm):
             "notes",
         ]
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
-
-
-class CaptureLaunchForm(forms.Form):
-    """py-spy settings for a capture started from a page (the API's defaults)."""
-
-    kind = forms.ChoiceField(choices=[("record", "record"), ("dump", "dump")], initial="record")
-    duration = forms.IntegerField(min_value=1, initial=30)
-    rate = forms.IntegerField(min_value=1, max_value=2000, initial=20)
-    native = forms.BooleanField(required=False, initial=True)
-    threads = forms.BooleanField(required=False, initial=True)
-    idle = forms.BooleanField(required=False)
-    gil = forms.BooleanField(required=False)
-    nonblocking = forms.BooleanField(required=False)
-    subprocesses = forms.BooleanField(required=False)

@@ -14,11 +14,6 @@ urlpatterns = [
         views.run_process_remove,
         name="run_process_remove",
     ),
-    path(
-        "runs/<int:pk>/processes/<int:process_pk>/capture/",
-        views.run_process_capture,
-        name="run_process_capture",
-    ),
     path("hosts/", views.host_list, name="host_list"),
     path("hosts/new/", views.host_create, name="host_create"),
     path("hosts/<int:pk>/", views.host_detail, name="host_detail"),

@@ -4,7 +4,6 @@ Everyone logged in sees these pages; creating and editing needs the launch
 permission (operators). Captures are launched from the pages through the JSON API.
 """
 
-import json
 from collections import defaultdict
 from functools import wraps
 from typing import Any
@@ -17,16 +16,14 @@ from django.db import transaction
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import RowNumber
-from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from profiles.forms import ImportForm
 from profiles.models import Capture, Comment
-from profiles.services import capture_create
 
 from . import services
-from .forms import CaptureLaunchForm, HostForm, RunForm, RunProcessForm
+from .forms import HostForm, RunForm, RunProcessForm
 from .models import Host, Run, RunProcess
 from .permissions import can_launch
 
@@ -334,42 +331,6 @@ def run_process_remove(request, pk: int, process_pk: int):
     process.delete()
     messages.success(request, f"Detached {process.host.name}:{process.pid}.")
     return redirect("runs:run_detail", pk=pk)
-
-
-def _launch_data(request) -> dict[str, Any]:
-    try:
-        data = json.loads(request.body or b"{}")
-    except ValueError:
-        data = {}
-    defaults = {k: v for k, v in CAPTURE_DEFAULTS.items() if k not in data}
-    return {**defaults, **data} if isinstance(data, dict) else defaults
-
-
-@require_POST
-@launch_required
-def run_process_capture(request, pk: int, process_pk: int):
-    """Start a capture of one process of a run (JSON in, {id, status} out, like the API)."""
-    process = get_object_or_404(
-        RunProcess.objects.select_related("host", "run"), pk=process_pk, run_id=pk
-    )
-    form = CaptureLaunchForm(_launch_data(request))
-    if not form.is_valid():
-        return JsonResponse({"errors": form.errors}, status=400)
-    settings_ = dict(form.cleaned_data)
-    try:
-        capture = capture_create(
-            user=request.user,
-            host=process.host,
-            pid=process.pid,
-            kind=settings_.pop("kind"),
-            process=process,
-            **settings_,
-        )
-    except ValidationError as exc:
-        return JsonResponse(
-            {"errors": exc.message_dict if hasattr(exc, "error_dict") else exc.messages}, status=400
-        )
-    return JsonResponse({"id": capture.pk, "status": capture.status}, status=201)
 
 
 # --- hosts -------------------------------------------------------------------------

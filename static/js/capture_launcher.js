@@ -28,13 +28,10 @@
     };
   }
 
-  function endpointFor(target) {
-    return target.process ? `/runs/${ctx.run}/processes/${target.process}/capture/` : "/api/captures/";
-  }
-
   async function launch(target, settings) {
-    const body = Object.assign({ host: String(target.host), pid: target.pid, run: ctx.run }, settings);
-    const created = await fd.fetchJson(endpointFor(target), {
+    const where = target.process ? { process: target.process } : { host: String(target.host), pid: target.pid, run: ctx.run };
+    const body = Object.assign(where, settings);
+    const created = await fd.fetchJson("/api/captures/", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     });
     watch(created.id, target.label || `${target.host}:${target.pid}`, settings);

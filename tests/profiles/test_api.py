@@ -133,7 +133,7 @@ def test_creating_a_capture_queues_it_with_its_settings(
 def test_bad_capture_requests_get_400_with_the_field_named(owner_client, body):
     response = owner_client.post("/api/captures/", body, content_type="application/json")
     assert response.status_code == 400
-    assert set(response.json()) & {"pid", "host", "rate", "duration", "kind"}
+    assert set(response.json()) & {"pid", "host", "rate", "duration", "kind", "process"}
 
 
 def test_cancelling_a_queued_capture_ends_it_and_a_done_one_is_refused(owner_client):

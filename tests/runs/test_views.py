@@ -67,7 +67,6 @@ def test_a_teammate_gets_403_on_every_write(teammate_client, run, process):
         (reverse("runs:run_edit", args=[run.pk]), {"name": "x", "status": "running"}),
         (reverse("runs:run_process_add", args=[run.pk]), {"host": host.pk, "pid": 1}),
         (reverse("runs:run_process_remove", args=[run.pk, process.pk]), {}),
-        (reverse("runs:run_process_capture", args=[run.pk, process.pk]), {}),
         (reverse("runs:host_create"), {"name": "h"}),
         (reverse("runs:host_edit", args=[host.pk]), {"name": "h"}),
     ]:
@@ -124,9 +123,7 @@ def test_an_owner_starts_a_capture_of_a_run_process_with_defaults(
     owner_client, owner, run, process
 ):
     response = owner_client.post(
-        reverse("runs:run_process_capture", args=[run.pk, process.pk]),
-        "{}",
-        content_type="application/json",
+        "/api/captures/", json.dumps({"process": process.pk}), content_type="application/json"
     )
     assert response.status_code == 201
     capture = Capture.objects.get(pk=response.json()["id"])
@@ -138,11 +135,11 @@ def test_an_owner_starts_a_capture_of_a_run_process_with_defaults(
     )
     assert (capture.duration, capture.rate, capture.native, capture.threads) == (30, 20, True, True)
     bad = owner_client.post(
-        reverse("runs:run_process_capture", args=[run.pk, process.pk]),
-        json.dumps({"rate": 0}),
+        "/api/captures/",
+        json.dumps({"process": process.pk, "rate": 0}),
         content_type="application/json",
     )
-    assert bad.status_code == 400 and "rate" in bad.json()["errors"]
+    assert bad.status_code == 400 and "rate" in bad.json()
 
 
 @pytest.mark.django_db
