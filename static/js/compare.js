@@ -14,8 +14,7 @@
     views: document.querySelectorAll("[data-view]"),
   };
   const state = readState();
-  let chart = null;
-  let tip = null;
+  let view = null;
 
   function readState() {
     const params = new URLSearchParams(window.location.search);
@@ -59,29 +58,6 @@
     return text;
   }
 
-  // A tooltip that only ever sets textContent (the library's default can use innerHTML).
-  function textTooltip() {
-    let node = null;
-    function make() {
-      node = document.createElement("div");
-      node.className = "d3-flame-graph-tip diff-tip";
-      node.setAttribute("role", "tooltip");
-      node.style.display = "none";
-      document.body.appendChild(node);
-    }
-    make.show = function (event, d) {
-      node.textContent = describe(d);
-      node.style.display = "block";
-      const left = Math.min(event.pageX + 8, window.scrollX + window.innerWidth - node.offsetWidth - 8);
-      node.style.left = Math.max(4, left) + "px";
-      node.style.top = (event.pageY + 12) + "px";
-      return make;
-    };
-    make.hide = function () { if (node) node.style.display = "none"; return make; };
-    make.destroy = function () { if (node) node.remove(); };
-    return make;
-  }
-
   function maxDelta(tree) {
     let max = 0;
     const stack = [tree];
@@ -112,57 +88,23 @@
     el.legend.append(grey, label("pruned"));
   }
 
-  function pathOf(node) {
-    return node.ancestors().reverse().slice(1).map((n) => n.data.name);
-  }
-
-  function findPath(root, path) {
-    let node = root;
-    for (const name of path) {
-      const next = (node.children || []).find((c) => c.data.name === name);
-      if (!next) break;
-      node = next;
-    }
-    return node;
-  }
-
-  function matchText(d, term) {
-    return Boolean(term) && d.data.name.toLowerCase().includes(term.toLowerCase());
-  }
-
-  // The UMD build exposes a namespace; its chart factory is the default export.
-  function makeFlamegraph() {
-    const lib = window.flamegraph;
-    return (typeof lib === "function" ? lib : lib.default || lib.flamegraph)();
-  }
-
   function build(tree) {
-    if (chart) chart.destroy();
-    el.chart.textContent = "";
     const limit = Math.max(maxDelta(tree), 0.5);
     const colour = colourScale(limit);
     drawLegend(limit, colour);
-    tip = textTooltip();
-    chart = makeFlamegraph()
-      .width(Math.max(el.chart.clientWidth, 320))
-      .cellHeight(18)
-      .minFrameSize(1)
-      .transitionDuration(150)
-      .tooltip(tip)
-      .label((d) => describe(d).replace(/\n/g, " · "))
-      .setSearchMatch(matchText)
-      .setDetailsElement(el.details)
-      .setColorMapper((d) => (d.highlight ? "#e600e6" : d.data.delta === null ? "#c8ccd4" : colour(d.data.delta)))
-      .onClick((d) => { state.focus = pathOf(d); writeState(); markZoom(); });
-    d3.select(el.chart).datum(tree).call(chart);
+    view = new flamedeck.FlameView(el.chart, {
+      describe: (d) => describe(d).split("\n").slice(1).join(" · "),
+      label: (d) => describe(d).replace(/\n/g, " · "),
+      colorMapper: (d) => (d.highlight ? "#e600e6" : d.data.delta === null ? "#c8ccd4" : colour(d.data.delta)),
+      onZoom: (path) => { state.focus = path || []; writeState(); markZoom(); },
+    });
+    view.render(tree);
   }
 
   function applyState() {
-    if (state.search) chart.search(state.search); else chart.clear();
-    const root = d3.select(el.chart).datum();
-    const target = findPath(root, state.focus);
-    if (target !== root) chart.zoomTo(target);
-    state.focus = pathOf(target);
+    view.search(state.search);
+    const target = view.focusPath(state.focus);
+    state.focus = target ? flamedeck.FlameView.pathOf(target) : [];
     writeState();
     markZoom();
   }
@@ -199,12 +141,11 @@
   el.search.addEventListener("input", () => {
     state.search = el.search.value.trim();
     writeState();
-    if (!chart) return;
-    if (state.search) chart.search(state.search); else chart.clear();
+    if (view) view.search(state.search);
   });
   el.reset.addEventListener("click", () => {
-    if (!chart) return;
-    chart.resetZoom();
+    if (!view) return;
+    view.reset();
     state.focus = [];
     writeState();
     markZoom();

@@ -8,7 +8,16 @@
   const fmt = (n) => Number(n).toLocaleString("en-US");
   const pct = (part, whole) => (whole ? (100 * part) / whole : 0);
 
-  function safeTooltip() {
+  function samplesLine(d) {
+    const root = d.ancestors().pop();
+    const total = root.originalValue || root.value || 1;
+    const value = d.data.value;
+    const parent = d.parent ? d.parent.data.value : value;
+    return `${fmt(value)} samples · ${pct(value, total).toFixed(2)}% of all · ${pct(value, parent).toFixed(1)}% of caller`;
+  }
+
+  // describe(d) gives the figures under the frame name (plain text, may hold newlines).
+  function safeTooltip(describe) {
     let box = null;
     function tip() {
       box = document.createElement("div");
@@ -18,16 +27,12 @@
       document.body.append(box);
     }
     tip.show = function (event, d) {
-      const root = d.ancestors().pop();
-      const total = root.originalValue || root.value || 1;
-      const value = d.data.value;
       const frame = document.createElement("div");
       frame.className = "fg-tip-frame";
       frame.textContent = d.data.name;
       const figures = document.createElement("div");
       figures.className = "fg-tip-figures";
-      const parent = d.parent ? d.parent.data.value : value;
-      figures.textContent = `${fmt(value)} samples · ${pct(value, total).toFixed(2)}% of all · ${pct(value, parent).toFixed(1)}% of caller`;
+      figures.textContent = describe(d);
       box.replaceChildren(frame, figures);
       box.hidden = false;
       const left = Math.min(event.pageX + 12, window.scrollX + window.innerWidth - box.offsetWidth - 8);
@@ -44,6 +49,9 @@
     return node.ancestors().reverse().slice(1).map((n) => n.data.name);
   }
 
+  // options: onSearch(result), onZoom(path, node), inverted, describe(d) for the
+  // tooltip's figures, colorMapper(d, defaultColour) for frame colours, label(d) for
+  // the library's title text.
   function FlameView(container, options = {}) {
     this.container = container;
     this.options = options;
@@ -63,7 +71,7 @@
       .minFrameSize(1)
       .inverted(this.inverted)
       .selfValue(false)
-      .tooltip(safeTooltip())
+      .tooltip(safeTooltip(this.options.describe || samplesLine))
       .setSearchMatch((d, term) => !!term && typeof d.data.name === "string" &&
         d.data.name.toLowerCase().includes(term.toLowerCase()))
       .setSearchHandler((results, sum, total) => {
@@ -75,6 +83,8 @@
         self.zoomed = d.depth ? d : null;
         if (self.options.onZoom) self.options.onZoom(self.zoomed ? pathOf(self.zoomed) : null, self.zoomed);
       });
+    if (this.options.colorMapper) chart.setColorMapper(this.options.colorMapper);
+    if (this.options.label) chart.label(this.options.label);
     this.chart = chart;
     d3.select(this.container).datum(tree).call(chart);
     this.root = d3.select(this.container).datum();

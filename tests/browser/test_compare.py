@@ -84,10 +84,10 @@ def test_frame_names_stay_text_in_labels_and_tooltips(page, live_server, pair):
     open_compare(page, live_server, *pair)
     frame = page.locator(f'#diff-chart g.frame[name="{EVIL}"]')
     frame.hover()
-    tip = page.locator(".diff-tip")
+    tip = page.locator(".fg-tip")
     tip.wait_for(state="visible")
     assert EVIL in tip.text_content() and "change:" in tip.text_content()
-    assert page.locator(".diff-tip b, .d3-flame-graph-label b, #diff-details b").count() == 0
+    assert page.locator(".fg-tip b, .d3-flame-graph-label b, #diff-details b").count() == 0
 
 
 def test_the_compare_page_looks_right(page, live_server, pair, tmp_path):
