@@ -38,7 +38,7 @@ format: setup
 	.venv/bin/ruff check --fix .
 
 screenshots: setup
-	$(PY) -m pytest tests/browser/test_screenshots.py -q
+	FLAMEDECK_SCREENSHOTS_DIR=docs/screenshots $(PY) -m pytest tests/browser/test_screenshots.py tests/browser/test_group.py -q
 
 bench: setup
 	$(PY) bench/bench_engine.py

@@ -2,6 +2,7 @@
 pytest-django's live_server. Never `playwright install`: the system browser is used."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,12 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# `make screenshots` points this at docs/screenshots; a plain test run writes to /tmp,
+# so running the suite never dirties the working tree.
+SCREENSHOTS = Path(
+    os.environ.get("FLAMEDECK_SCREENSHOTS_DIR")
+    or Path(tempfile.gettempdir()) / "flamedeck-screenshots"
+)
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,20 @@ def _tree(leaf: str, value: int) -> dict:
     }
 
 
+def _gpu_timeline(busy: bool) -> dict:
+    """Four seconds of one GPU: steady when busy, spotty when the host stalls."""
+    points = [
+        {
+            "t": i / 4,
+            "util": (88.0 if busy else (70.0 if i % 4 == 0 else 5.0)),
+            "mem_used_mib": 40000.0,
+            "mem_total_mib": 81559.0,
+        }
+        for i in range(17)
+    ]
+    return {"interval_ms": 250, "skipped_lines": 0, "gpus": [{"index": 0, "points": points}]}
+
+
 @pytest.fixture
 def group(monkeypatch):
     monkeypatch.setattr(services, "capture_enqueue", lambda *, capture: None)
@@ -51,16 +65,7 @@ def group(monkeypatch):
         capture.flamegraph_file.save(
             "fg.json.gz", ContentFile(gzip.compress(json.dumps(tree).encode()))
         )
-        capture.gpu_samples = {
-            "interval_ms": 250,
-            "skipped_lines": 0,
-            "gpus": [
-                {
-                    "index": 0,
-                    "points": [{"t": 0.0, "util": 50.0, "mem_used_mib": 1.0, "mem_total_mib": 2.0}],
-                }
-            ],
-        }
+        capture.gpu_samples = _gpu_timeline(busy=capture.pid != 102)
         capture.save()
     return group
 
