@@ -83,9 +83,14 @@ def capture_create(
     process: RunProcess | None = None,
     group: CaptureGroup | None = None,
     scheduled: bool = False,
+    enqueue: bool = True,
     **py_spy_settings: Any,
 ) -> Capture:
-    """Queue a capture and enqueue its task once the row is committed."""
+    """Queue a capture and enqueue its task once the row is committed.
+
+    `enqueue=False` leaves it queued for a caller that runs it in-process (the
+    `capture` management command).
+    """
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
         raise ValidationError({"pid": "pid must be a positive integer"})
     unknown = set(py_spy_settings) - set(RECORD_FIELDS)
@@ -105,7 +110,8 @@ def capture_create(
     )
     capture_validate_settings(kind=capture.kind, duration=capture.duration, rate=capture.rate)
     capture.save()
-    transaction.on_commit(lambda: capture_enqueue(capture=capture))
+    if enqueue:
+        transaction.on_commit(lambda: capture_enqueue(capture=capture))
     return capture
 
 
