@@ -172,3 +172,11 @@ def test_a_scheduled_capture_fires_through_a_real_beat_and_worker(tmp_path, runn
     assert (capture.duration, capture.rate) == (2, 50)
     assert capture.status == "done", capture.error
     assert capture.stats["total_samples"] > 10
+
+
+def test_scheduled_captures_are_marked_in_the_history(teammate_client, run_with_processes, queued):
+    Run.objects.filter(pk=run_with_processes.pk).update(schedule_every_min=10)
+    group = jobs.scheduled_captures_due()[0]
+    html = teammate_client.get(run_with_processes.get_absolute_url()).content.decode()
+    assert html.count('title="Started by the run\'s capture schedule">scheduled') == 3
+    assert f'href="/groups/{group.pk}/"' in html
