@@ -98,7 +98,7 @@ def _threads_param(request) -> list[str] | None:
 @api(["GET", "POST"])
 def capture_list(request):
     if request.method == "GET":
-        captures = selectors.capture_list()[:100]
+        captures = Capture.objects.select_related("host")[:100]
         return Response(
             [{k: v for k, v in capture_json(c).items() if k != "stats"} for c in captures]
         )

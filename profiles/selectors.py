@@ -8,24 +8,67 @@ import hashlib
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KT, KeyTransform
 
 from profiles import pyspy
-from runs.models import Run
 
 from . import pipeline
-from .models import Capture, CaptureGroup
+from .models import Capture, CaptureGroup, Comment
 
 
-def capture_list(*, run: Run | None = None, status: str | None = None) -> QuerySet[Capture]:
-    qs = Capture.objects.select_related("host", "run", "process", "requested_by").prefetch_related(
-        "tags"
+def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
+    """Captures for a table: a few stats keys, never the whole stats JSON."""
+    comments = (
+        Comment.objects.filter(capture=OuterRef("pk"))
+        .values("capture")
+        .annotate(c=Count("pk"))
+        .values("c")
     )
-    if run is not None:
-        qs = qs.filter(run=run)
-    if status:
-        qs = qs.filter(status=status)
-    return qs.annotate(comment_count=Count("comments"))
+    return (
+        qs.select_related("host", "run", "process")
+        .prefetch_related("tags")
+        .defer("stats", "progress", "gpu_samples", "error")
+        .annotate(
+            total_samples=KeyTransform("total_samples", "stats"),
+            categories=KeyTransform("categories", "stats"),
+            verdict=KT("stats__lag__verdict"),
+            max_behind_s=KeyTransform("max_behind_s", KeyTransform("lag", "stats")),
+            recommended_rate=KeyTransform("recommended_rate", KeyTransform("lag", "stats")),
+            comment_count=Subquery(comments),
+        )
+    )
+
+
+def lag_history(condition: Q, limit: int = 200) -> list[dict[str, Any]]:
+    """Earlier captures whose sampler fell behind, for the capture button's warning."""
+    rows = (
+        Capture.objects.filter(condition, stats__lag__verdict__in=["degraded", "unreliable"])
+        .order_by("-queued_at")
+        .values(
+            "pk",
+            "host_id",
+            "pid",
+            "process_id",
+            "rate",
+            "stats__lag__verdict",
+            "stats__lag__recommended_rate",
+            "stats__lag__max_behind_s",
+        )[:limit]
+    )
+    return [
+        {
+            "id": r["pk"],
+            "host": r["host_id"],
+            "pid": r["pid"],
+            "process": r["process_id"],
+            "rate": r["rate"],
+            "verdict": r["stats__lag__verdict"],
+            "recommended_rate": r["stats__lag__recommended_rate"],
+            "max_behind_s": r["stats__lag__max_behind_s"],
+        }
+        for r in rows
+    ]
 
 
 def capture_flamegraph(

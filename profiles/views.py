@@ -24,11 +24,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from runs.models import Host, Tag
 from runs.permissions import can_launch
 from runs.services import tags_from_text
-from runs.views import capture_rows, launch_context
+from runs.views import launch_context
 
 from . import services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Keyword, KeywordSet
+from .selectors import capture_rows
 
 CAPTURES_PER_PAGE = 50
 CHUNK = 64 * 1024

@@ -38,23 +38,16 @@ def host_save(*, host: Host) -> Host:
 
 
 def host_check(*, host: Host) -> dict[str, Any]:
-    """Test the connection: ssh, py-spy and its version, ptrace, Python processes."""
-    try:
-        check = remote.check_host(host_target(host))
-        result = check.as_dict() if hasattr(check, "as_dict") else _dataclass_dict(check)
-        result["ok"] = bool(result.get("ssh_ok")) and bool(result.get("py_spy_version"))
-    except remote.RemoteError as exc:
-        result = {"ok": False, "ssh_ok": False, "error": exc.message, "cause": exc.cause}
+    """Test the connection: ssh, py-spy and its version, ptrace, Python processes.
+
+    Failures come back inside the result (`cause`, `error`), never raised.
+    """
+    result = remote.check_host(host_target(host)).as_dict()
+    result["ok"] = bool(result["ssh_ok"]) and bool(result["py_spy_version"])
     host.last_check = result
     host.last_checked_at = timezone.now()
     host.save(update_fields=["last_check", "last_checked_at"])
     return result
-
-
-def _dataclass_dict(obj: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(obj)
 
 
 def tags_from_text(text: str) -> list[Tag]:

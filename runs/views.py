@@ -20,7 +20,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from profiles.forms import ImportForm
-from profiles.models import Capture, Comment
+from profiles.models import Capture
+from profiles.selectors import capture_rows, lag_history
 
 from . import services
 from .forms import HostForm, RunForm, RunProcessForm
@@ -65,63 +66,6 @@ def _get_run_for_user(user, pk: int) -> Run:
 
 def _get_host_for_user(user, pk: int) -> Host:
     return get_object_or_404(Host, pk=pk)
-
-
-# --- captures shown in tables ------------------------------------------------------
-
-
-def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
-    """Captures for a table: a few stats keys, never the whole stats JSON."""
-    comments = (
-        Comment.objects.filter(capture=OuterRef("pk"))
-        .values("capture")
-        .annotate(c=Count("pk"))
-        .values("c")
-    )
-    return (
-        qs.select_related("host", "run", "process")
-        .prefetch_related("tags")
-        .defer("stats", "progress", "gpu_samples", "error")
-        .annotate(
-            total_samples=KeyTransform("total_samples", "stats"),
-            categories=KeyTransform("categories", "stats"),
-            verdict=KT("stats__lag__verdict"),
-            max_behind_s=KeyTransform("max_behind_s", KeyTransform("lag", "stats")),
-            recommended_rate=KeyTransform("recommended_rate", KeyTransform("lag", "stats")),
-            comment_count=Subquery(comments),
-        )
-    )
-
-
-def lag_history(condition: Q, limit: int = 200) -> list[dict[str, Any]]:
-    """Earlier captures whose sampler fell behind, for the capture button's warning."""
-    rows = (
-        Capture.objects.filter(condition, stats__lag__verdict__in=["degraded", "unreliable"])
-        .order_by("-queued_at")
-        .values(
-            "pk",
-            "host_id",
-            "pid",
-            "process_id",
-            "rate",
-            "stats__lag__verdict",
-            "stats__lag__recommended_rate",
-            "stats__lag__max_behind_s",
-        )[:limit]
-    )
-    return [
-        {
-            "id": r["pk"],
-            "host": r["host_id"],
-            "pid": r["pid"],
-            "process": r["process_id"],
-            "rate": r["rate"],
-            "verdict": r["stats__lag__verdict"],
-            "recommended_rate": r["stats__lag__recommended_rate"],
-            "max_behind_s": r["stats__lag__max_behind_s"],
-        }
-        for r in rows
-    ]
 
 
 def launch_context(user, run: Run | None, condition: Q) -> dict[str, Any]:
