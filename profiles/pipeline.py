@@ -153,6 +153,7 @@ class _Progress:
         self.started = time.monotonic()
         self.last_beat = 0.0
         self.behind_s = 0.0
+        self.cancelled = False
         self.lines: list[str] = []
 
     def on_line(self, line: str, elapsed_s: float | None = None) -> None:
@@ -168,14 +169,18 @@ class _Progress:
     def beat(self, force: bool = False) -> bool:
         now = time.monotonic()
         if not force and now - self.last_beat < HEARTBEAT_EVERY_S:
-            return getattr(self, "cancelled", False)
+            return self.cancelled
         self.last_beat = now
         elapsed = now - self.started
         progress = {
             "elapsed_s": round(elapsed, 1),
             "duration_s": self.capture.duration,
             "behind_s": self.behind_s,
-            "expected_samples": int(min(elapsed, self.capture.duration) * self.capture.rate),
+            # py-spy reports its count only at the end; a sampler that is `behind_s`
+            # late has taken about that much time's worth of samples fewer.
+            "expected_samples": int(
+                max(0.0, min(elapsed, self.capture.duration) - self.behind_s) * self.capture.rate
+            ),
         }
         Capture.objects.filter(pk=self.capture.pk).update(
             heartbeat_at=timezone.now(), progress=progress

@@ -124,9 +124,12 @@ def test_a_cancelled_record_keeps_and_analyses_its_samples(monkeypatch, capture)
 def test_progress_heartbeats_and_sees_a_cancel_request(monkeypatch, capture):
     services.capture_claim(capture_id=capture.pk, worker="w")
     progress = pipeline._Progress(Capture.objects.get(pk=capture.pk))
-    progress.on_line(LOG.splitlines()[1], 1.0)
+    progress.started -= 3.0  # three seconds into the capture
+    progress.on_line(LOG.splitlines()[1], 3.0)
     capture.refresh_from_db()
     assert capture.progress["behind_s"] == pytest.approx(1.2)
+    # 3 s at 100 Hz, less the 1.2 s the sampler is behind: about 180 samples so far.
+    assert 175 <= capture.progress["expected_samples"] <= 185
     assert capture.heartbeat_at is not None
     Capture.objects.filter(pk=capture.pk).update(cancel_requested=True)
     progress.last_beat = 0
