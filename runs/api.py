@@ -14,20 +14,7 @@ from .permissions import CanLaunchOrReadOnly
 class HostSerializer(serializers.ModelSerializer):
     class Meta:
         model = Host
-        fields = [
-            "id",
-            "name",
-            "transport",
-            "address",
-            "port",
-            "username",
-            "exec_prefix",
-            "py_spy",
-            "sudo",
-            "notes",
-            "last_check",
-            "last_checked_at",
-        ]
+        fields = ["id", *Host.EDITABLE_FIELDS, "last_check", "last_checked_at"]
         read_only_fields = ["last_check", "last_checked_at"]
 
     def validate(self, attrs):

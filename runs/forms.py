@@ -35,15 +35,5 @@ class RunProcessForm(forms.Form):
 class HostForm(forms.ModelForm):
     class Meta:
         model = Host
-        fields = [
-            "name",
-            "transport",
-            "address",
-            "port",
-            "username",
-            "exec_prefix",
-            "py_spy",
-            "sudo",
-            "notes",
-        ]
+        fields = Host.EDITABLE_FIELDS
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}

@@ -29,6 +29,19 @@ def _reject_option_like(value: str, field: str) -> None:
 class Host(models.Model):
     """A machine (or container on it) that training processes run on."""
 
+    # What a user edits (the form and the API): how to reach the host.
+    EDITABLE_FIELDS = (
+        "name",
+        "transport",
+        "address",
+        "port",
+        "username",
+        "exec_prefix",
+        "py_spy",
+        "sudo",
+        "notes",
+    )
+
     class Transport(models.TextChoices):
         LOCAL = "local", "Local (this machine)"
         SSH = "ssh", "SSH"

@@ -136,8 +136,9 @@ def celery_worker_process(tmp_path, transactional_db):
 
 
 @pytest.fixture(scope="session")
-def loopback_sshd():
-    """A real OpenSSH sshd on 127.0.0.1 with generated keys, for end-to-end tests."""
+def sshd():
+    """A real OpenSSH sshd on 127.0.0.1 with generated keys, shared by the session
+    (tests must not stop or re-key it; tests/runs has `own_sshd` for that)."""
     from tests.support.sshd import SSHD, SSHServer
 
     if not SSHD.exists():

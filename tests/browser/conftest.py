@@ -33,7 +33,7 @@ def chromium():
         "playwright.sync_api", reason="needs the playwright package"
     )
     if not os.path.exists(CHROMIUM):
-        pytest.skip(f"needs {CHROMIUM} (apt-get install chromium)")
+        pytest.skip(f"Chromium is missing at {CHROMIUM} (apt-get install chromium)")
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser

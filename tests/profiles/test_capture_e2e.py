@@ -61,7 +61,7 @@ def test_a_capture_requested_through_the_api_runs_on_a_real_worker_and_stores_st
 
 
 def test_a_capture_runs_over_ssh_through_an_exec_prefix(
-    client, owner, running_workload, loopback_sshd, tmp_path
+    client, owner, running_workload, sshd, tmp_path
 ):
     from tests.conftest import WorkerProcess
 
@@ -76,9 +76,7 @@ def test_a_capture_runs_over_ssh_through_an_exec_prefix(
         exec_prefix=f"{wrapper} exec 200 --",
         py_spy=Host.objects.get(name="local").py_spy,
     )
-    worker = WorkerProcess(
-        tmp_path / "w.log", env={"FLAMEDECK_SSH_CONFIG": str(loopback_sshd.config)}
-    )
+    worker = WorkerProcess(tmp_path / "w.log", env={"FLAMEDECK_SSH_CONFIG": str(sshd.config)})
     try:
         api = _api(client, owner)
         capture_id = _request_capture(

@@ -40,16 +40,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(needs_sshd)
 
 
-@pytest.fixture(scope="session")
-def sshd() -> Iterator[SSHServer]:
-    """One sshd on 127.0.0.1 for the whole session (tests must not change its key)."""
-    if not SSHD.exists():
-        pytest.skip(f"OpenSSH's sshd is not at {SSHD}")
-    server = SSHServer().start()
-    yield server
-    server.cleanup()
-
-
 @pytest.fixture
 def own_sshd() -> Iterator[SSHServer]:
     """A private sshd a test may stop or re-key."""
