@@ -59,39 +59,6 @@ def _configure() -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
 
 
-def _start_workers(count: int, env: dict[str, str], logdir: Path) -> list[subprocess.Popen]:
-    workers = []
-    for n in range(count):
-        log = open(logdir / f"worker{n}.log", "w")  # noqa: SIM115 — lives as long as the worker
-        workers.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "config",
-                    "worker",
-                    "-l",
-                    "warning",
-                    "--concurrency",
-                    "1",
-                    "-n",
-                    f"bench{n}@%h",
-                    "--without-gossip",
-                    "--without-mingle",
-                ],
-                cwd=ROOT,
-                env={**os.environ, **env},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-    time.sleep(4)
-    return workers
-
-
 def _wait(ids: list[int], timeout_s: float) -> dict[int, tuple[str, float]]:
     from profiles.models import Capture
 
@@ -122,6 +89,7 @@ def main() -> None:
 
     from runs.models import Host
     from tests.support.sshd import ALIAS, SSHServer
+    from tests.support.worker import WorkerProcess
     from tests.support.workload import start_workload
 
     call_command("migrate", verbosity=0)
@@ -133,7 +101,11 @@ def main() -> None:
     )
     workload = start_workload(threads=2)
     logdir = Path(os.environ["FLAMEDECK_VAR_DIR"])
-    workers = _start_workers(2, {"FLAMEDECK_SSH_CONFIG": str(sshd.config)}, logdir)
+    env = {"FLAMEDECK_SSH_CONFIG": str(sshd.config)}
+    workers = [
+        WorkerProcess(logdir / f"worker{n}.log", concurrency=1, name=f"bench{n}", env=env)
+        for n in range(2)
+    ]
     db = "postgresql" if "DATABASE_URL" in os.environ else "sqlite"
     broker = "redis" if "REDIS_URL" in os.environ else "filesystem"
     print(f"flamedeck capture benchmark ({db}, {broker} broker, 2 workers, loopback ssh)")
@@ -173,7 +145,7 @@ def main() -> None:
         )
     finally:
         for worker in workers:
-            os.killpg(worker.pid, 15)
+            worker.stop()
         workload.stop()
         sshd.cleanup()
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.requirements import require
+
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls from
 # the test body are still synchronous and safe here.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -32,8 +34,7 @@ def chromium():
     playwright_api = pytest.importorskip(
         "playwright.sync_api", reason="needs the playwright package"
     )
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"Chromium is missing at {CHROMIUM} (apt-get install chromium)")
+    require(CHROMIUM, "Chromium", "apt-get install chromium")
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser

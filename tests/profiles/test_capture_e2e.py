@@ -63,7 +63,7 @@ def test_a_capture_requested_through_the_api_runs_on_a_real_worker_and_stores_st
 def test_a_capture_runs_over_ssh_through_an_exec_prefix(
     client, owner, running_workload, sshd, tmp_path
 ):
-    from tests.conftest import WorkerProcess
+    from tests.support.worker import WorkerProcess
 
     wrapper = tmp_path / "fake-pct"
     marker = tmp_path / "wrapped"
@@ -119,7 +119,7 @@ def test_cancel_stops_py_spy_keeps_the_samples_and_leaves_no_sampler(
 def test_a_killed_worker_leaves_a_capture_marked_lost_and_no_sampler(
     client, owner, running_workload, tmp_path, transactional_db
 ):
-    from tests.conftest import WorkerProcess
+    from tests.support.worker import WorkerProcess
 
     worker = WorkerProcess(tmp_path / "doomed.log")
     api = _api(client, owner)

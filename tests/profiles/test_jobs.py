@@ -146,7 +146,7 @@ def test_prune_dry_run_changes_nothing(capsys):
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_a_scheduled_capture_fires_through_a_real_beat_and_worker(tmp_path, running_workload):
-    from tests.conftest import WorkerProcess
+    from tests.support.worker import WorkerProcess
 
     run = Run.objects.create(name="sched", status="running", schedule_every_min=1)
     RunProcess.objects.create(

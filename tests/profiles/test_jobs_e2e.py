@@ -7,17 +7,17 @@ import pytest
 from profiles import jobs
 from profiles.models import Capture
 from runs.models import Host, Run, RunProcess
-from tests.conftest import WorkerProcess
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def two_hosts(tmp_path):
-    from tests.support.sshd import SSHD, SSHServer
+    from tests.support.requirements import require_sshd
+    from tests.support.sshd import SSHServer
 
-    if not SSHD.exists():
-        pytest.skip(f"OpenSSH's sshd is not at {SSHD}")
+    require_sshd()
     servers = [SSHServer().start(), SSHServer().start()]
     config, known = tmp_path / "ssh_config", tmp_path / "known_hosts"
     known.write_text("".join(s.known_hosts.read_text() for s in servers))

@@ -1,0 +1,34 @@
+"""Outside programs some tests need (sshd, Chromium).
+
+On a developer's machine a missing one skips those tests with the reason. Under CI
+(`CI` set, as `.ci/run` runs) it fails them instead: .ci/run installs both, so a
+missing one there is a broken install step, not something to skip past.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def missing_reason(path: Path | str, what: str, install: str) -> str | None:
+    """Why tests needing `path` cannot run here, or None when it is there."""
+    if Path(path).exists():
+        return None
+    return f"{what} is missing at {path} ({install})"
+
+
+def require(path: Path | str, what: str, install: str) -> None:
+    """Skip (locally) or fail (under CI) the calling test when `path` is missing."""
+    reason = missing_reason(path, what, install)
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; .ci/run should have installed it")
+    pytest.skip(reason)
+
+
+def require_sshd() -> None:
+    from tests.support.sshd import SSHD
+
+    require(SSHD, "OpenSSH's sshd", "apt-get install openssh-server")
