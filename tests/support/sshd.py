@@ -52,6 +52,7 @@ class SSHServer:
         self.config = self.dir / "ssh_config"
         self.pid_file = self.dir / "sshd.pid"
         self.log = self.dir / "sshd.log"
+        self.process: subprocess.Popen | None = None
         _keygen(self.host_key)
         _keygen(self.client_key)
         (self.dir / "authorized_keys").write_text(Path(f"{self.client_key}.pub").read_text())
@@ -87,27 +88,36 @@ class SSHServer:
         return path
 
     def start(self) -> SSHServer:
-        """Start sshd and wait until it accepts connections."""
+        """Start sshd in the foreground (-D) as our child and wait until it listens.
+
+        Owning the process means stop() never depends on the pid file, which a
+        daemonising sshd writes only after it starts listening.
+        """
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)
         config = str(self.dir / "sshd_config")
-        subprocess.run([str(SSHD), "-f", config, "-E", str(self.log)], check=True)
+        self.process = subprocess.Popen([str(SSHD), "-D", "-f", config, "-E", str(self.log)])
         deadline = time.monotonic() + 10
         while not _listening(self.port):
-            if time.monotonic() > deadline:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
                 raise RuntimeError(f"sshd did not listen on {self.port}: {self.log.read_text()}")
             time.sleep(0.05)
         return self
 
     def stop(self) -> None:
         """Stop the listening sshd (sessions already open finish on their own)."""
-        if not self.pid_file.exists():
+        if self.process is None:
             return
-        pid = int(self.pid_file.read_text())
-        subprocess.run(["kill", str(pid)], check=False)
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
         deadline = time.monotonic() + 10
         while _listening(self.port) and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.pid_file.unlink(missing_ok=True)
 
     def restart(self) -> SSHServer:
         """Stop and start again on the same port."""
