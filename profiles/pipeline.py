@@ -226,14 +226,20 @@ def _record_settings(capture: Capture) -> "remote.RecordSettings":
 
 def _execute_record(capture: Capture) -> str:
     progress = _Progress(capture)
-    result = remote.record(
-        host_target(capture.host),
-        capture.pid,
-        _record_settings(capture),
-        margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
-        on_progress=progress.on_line,
-        should_cancel=progress.should_cancel,
-    )
+    try:
+        result = remote.record(
+            host_target(capture.host),
+            capture.pid,
+            _record_settings(capture),
+            margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
+            on_progress=progress.on_line,
+            should_cancel=progress.should_cancel,
+        )
+    except remote.RemoteError:
+        # What py-spy said before the failure (a lost connection, say) is evidence too.
+        if progress.lines:
+            capture_store_outputs(capture=capture, raw=None, log="\n".join(progress.lines))
+        raise
     capture_store_outputs(capture=capture, raw=result.raw, log=result.log)
     if result.gpu_csv:
         capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)

@@ -240,6 +240,11 @@ _HOST_CAUSES: list[tuple[str, Cause]] = [
     (r"(?i)permission denied|operation not permitted|ptrace|SYS_PTRACE", "permission"),
     (r"Failed to get process executable name|No such process", "no_such_pid"),
 ]
+# ssh's words when an established session dies under the running command.
+_CONNECTION_LOST = re.compile(
+    r"closed by remote host|Broken pipe|Connection reset|Timeout, server \S+ not responding|"
+    r"client_loop: send disconnect"
+)
 _PYSPY_SAID = re.compile(r"^(Error: |py-spy> )", re.M)
 
 
@@ -261,7 +266,8 @@ def classify(returncode: int, stderr: str, log: str) -> RemoteError | None:
     """The cause of a failed command, from its exit code, stderr and py-spy's stdout.
 
     None when `returncode` is 0. ssh's own failures (exit 255 before the host
-    script said it was running) come first. A command that failed before the script
+    script said it was running) come first, then a session that died under a
+    running script (exit 255 after it). A command that failed before the script
     started, with nothing from py-spy, means the exec prefix (or sudo) failed.
     """
     if returncode == 0:
@@ -272,6 +278,8 @@ def classify(returncode: int, stderr: str, log: str) -> RemoteError | None:
         for pattern, cause in _SSH_CAUSES:
             if re.search(pattern, stderr):
                 return RemoteError(cause, detail=detail)
+    if returncode == 255 and started and _CONNECTION_LOST.search(stderr):
+        return RemoteError("connection_lost", detail=detail)
     if "sudo:" in text and "password" in text:
         message = "sudo asked for a password: allow passwordless sudo or turn sudo off"
         return RemoteError("permission", message, detail=detail)

@@ -9,7 +9,8 @@ from typing import Any, Literal
 Transport = Literal["local", "ssh"]
 Cause = Literal[
     "unreachable", "auth", "hostkey_unknown", "hostkey_changed", "pyspy_missing",
-    "permission", "no_such_pid", "bound_exceeded", "exec_prefix", "unknown",
+    "permission", "no_such_pid", "bound_exceeded", "exec_prefix", "connection_lost",
+    "unknown",
 ]  # fmt: skip
 
 READY = "@@flamedeck-ready@@"  # printed to stderr once the script runs on the host
@@ -96,8 +97,12 @@ MESSAGES: dict[str, str] = {
     "killed, so no samples were written: lower the rate or drop --native",
     "exec_prefix": "the exec prefix failed before py-spy could run: check the container "
     "or pod name, that it is running, and the prefix words",
+    "connection_lost": "the SSH connection dropped while py-spy ran (the host went down, "
+    "sshd was stopped or the network broke), so the samples could not be fetched: check "
+    "the host; flamedeck will retry",
     "unknown": "the remote command failed",
 }
+TRANSIENT_CAUSES = frozenset({"unreachable", "connection_lost"})
 
 
 class RemoteError(Exception):
@@ -109,7 +114,7 @@ class RemoteError(Exception):
         self.cause = cause
         self.message = message or MESSAGES[cause]
         self.detail = detail
-        self.transient = cause == "unreachable" if transient is None else transient
+        self.transient = cause in TRANSIENT_CAUSES if transient is None else transient
         super().__init__(f"{cause}: {self.message}")
 
 

@@ -29,6 +29,21 @@ def _pyspy_running(pid: int) -> bool:
     return subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "]).returncode == 0
 
 
+def _until(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _sampling(capture_id: int, pid: int, seconds: float) -> bool:
+    """py-spy is attached and the capture has been sampling for `seconds`."""
+    progress = Capture.objects.get(pk=capture_id).progress
+    return _pyspy_running(pid) and progress.get("elapsed_s", 0) >= seconds
+
+
 def _api(client, user):
     token = Token.objects.create(user=user)
     client.defaults["HTTP_AUTHORIZATION"] = f"Token {token.key}"
@@ -107,7 +122,7 @@ def test_cancel_stops_py_spy_keeps_the_samples_and_leaves_no_sampler(
     api = _api(client, owner)
     capture_id = _request_capture(api, host="local", pid=running_workload.pid, duration=30, rate=50)
     _wait_for(capture_id, {"running"})
-    time.sleep(2.5)
+    assert _until(lambda: _sampling(capture_id, running_workload.pid, 2.5), timeout_s=30)
     assert api.post(f"/api/captures/{capture_id}/cancel/").status_code == 200
     capture = _wait_for(capture_id, {"cancelled", "failed", "done"}, timeout_s=20)
     assert capture.status == "cancelled", capture.error
@@ -125,13 +140,11 @@ def test_a_killed_worker_leaves_a_capture_marked_lost_and_no_sampler(
     api = _api(client, owner)
     capture_id = _request_capture(api, host="local", pid=running_workload.pid, duration=60, rate=50)
     _wait_for(capture_id, {"running"})
-    time.sleep(2)
-    assert _pyspy_running(running_workload.pid)
+    assert _until(lambda: _sampling(capture_id, running_workload.pid, 2), timeout_s=30)
     worker.kill()
-    deadline = time.monotonic() + 10
-    while _pyspy_running(running_workload.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _pyspy_running(running_workload.pid), "py-spy outlived its worker"
+    assert _until(lambda: not _pyspy_running(running_workload.pid), timeout_s=10), (
+        "py-spy outlived its worker"
+    )
     time.sleep(3.5)
     assert services.reap_lost_captures(timeout_s=3) == 1
     capture = Capture.objects.get(pk=capture_id)

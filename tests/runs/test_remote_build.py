@@ -269,6 +269,23 @@ def test_classify_names_the_exec_prefix_when_the_host_script_never_started(stder
     assert "container" in error.message
 
 
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        "Connection to 127.0.0.1 closed by remote host.",
+        "client_loop: send disconnect: Broken pipe",
+        "Timeout, server gpu-3 not responding.",
+        "Read from remote host gpu-3: Connection reset by peer",
+    ],
+)
+def test_classify_names_a_session_that_died_under_a_running_capture(stderr):
+    error = classify(255, started(stderr), "py-spy> Sampling process 100 times a second")
+    assert error.cause == "connection_lost" and error.transient
+    assert "connection dropped" in error.message
+    # The same words before the host script ran mean the host was never reached.
+    assert classify(255, stderr, "").cause != "connection_lost"
+
+
 def test_classify_explains_a_sudo_that_wants_a_password():
     error = classify(1, "sudo: a password is required", "")
     assert error.cause == "permission" and "passwordless sudo" in error.message

@@ -7,7 +7,10 @@ a Host alias, so no test touches ~/.ssh.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -32,6 +35,22 @@ def _keygen(path: Path) -> None:
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "flamedeck-test", "-f", str(path)],
         check=True,
     )
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, children first found by walking /proc."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            # The command name may hold spaces or parentheses; ppid follows the last ')'.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        children = parents.get(queue.pop(), [])
+        found += children
+        queue += children
+    return found
 
 
 def _listening(port: int) -> bool:
@@ -118,6 +137,17 @@ class SSHServer:
         deadline = time.monotonic() + 10
         while _listening(self.port) and time.monotonic() < deadline:
             time.sleep(0.05)
+
+    def crash(self) -> None:
+        """The host goes down: SIGKILL the listener and every session it started, so
+        established connections drop as they would when a machine dies."""
+        if self.process is None:
+            return
+        for pid in [*_descendants(self.process.pid), self.process.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.process.wait()
+        self.process = None
 
     def restart(self) -> SSHServer:
         """Stop and start again on the same port."""
