@@ -101,9 +101,10 @@ def test_a_host_that_dies_mid_capture_fails_its_capture_and_leaves_the_others_in
         group = jobs.capture_group_create(user=None, run=run, duration=6, rate=50)
 
         def b_not_sampling_yet() -> bool:
-            return Capture.objects.get(group=group, host__name="node-b").progress.get(
-                "elapsed_s", 0
-            ) < 1.5
+            return (
+                Capture.objects.get(group=group, host__name="node-b").progress.get("elapsed_s", 0)
+                < 1.5
+            )
 
         _wait_while(b_not_sampling_yet, timeout_s=30)
         assert not b_not_sampling_yet(), "node-b's capture never started sampling"
