@@ -13,6 +13,7 @@ bench/workload.py --deep when missing (needs root and py-spy in .venv).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -24,7 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from profiles.pyspy import GPU_KEYWORDS, AnalysisOptions, analyze, read_profile  # noqa: E402
+from profiles.pyspy import (  # noqa: E402
+    GPU_KEYWORDS,
+    AnalysisOptions,
+    analyze,
+    combine_threads,
+    read_profile,
+    thread_tables,
+)
 
 KEYWORDS = [kw.keyword for kw in GPU_KEYWORDS]
 
@@ -99,6 +107,28 @@ def speed(path: str, runs: int) -> None:
     print(f"  ratio full/naive: {t_full / t_naive:.2f} (limit 1.5)")
 
 
+def thread_filter(path: str) -> None:
+    """What the pipeline adds per capture (tables) and what a thread filter then costs."""
+    profile = read_profile(path)
+    analyze(profile, AnalysisOptions())  # warm the shared caches, as the pipeline does
+    start = time.perf_counter()
+    tables = thread_tables(profile)
+    stored = gzip.compress(json.dumps(tables).encode(), compresslevel=6)
+    t_build = time.perf_counter() - start
+    names = [t["name"] or str(t["tid"]) for t in tables["threads"]][:2]
+    start = time.perf_counter()
+    combine_threads(json.loads(gzip.decompress(stored)), names)
+    t_combine = time.perf_counter() - start
+    start = time.perf_counter()
+    options = AnalysisOptions(threads=frozenset(names), include_flamegraph=False)
+    analyze(read_profile(path), options)
+    t_reparse = time.perf_counter() - start
+    print(f"thread filter on {names} ({len(tables['threads'])} threads):")
+    print(f"  tables built + gzipped at analysis: {t_build:.3f} s, {len(stored) / 1e6:.2f} MB")
+    print(f"  filter from stored tables:          {t_combine:.3f} s")
+    print(f"  filter by re-parsing the raw file:  {t_reparse:.3f} s")
+
+
 CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
@@ -140,6 +170,7 @@ def main() -> None:
     if not os.path.exists(args.real):
         record_real(args.real)
     speed(args.real, args.runs)
+    thread_filter(args.real)
     if not args.skip_memory:
         memory(args.big)
 

@@ -84,7 +84,8 @@ def make_data(owner):
     big = services.capture_import(user=owner, file=SimpleUploadedFile("big.txt", raw), run=run)
     print(
         f"setup: imported {len(raw) / 1e6:.1f} MB raw, {big.stats['unique_stacks']} unique stacks "
-        f"in {time.perf_counter() - t0:.1f} s (status {big.status})"
+        f"in {time.perf_counter() - t0:.1f} s (status {big.status}); stored per-thread "
+        f"tables {big.threads_file.size / 1e6:.2f} MB gzip"
     )
     return run, big, host
 
@@ -195,6 +196,10 @@ def main() -> None:
                 f"/api/captures/{big.pk}/flamegraph/?max_nodes=8000",
             ),
             ("capture API (stats, no flamegraph)", f"/api/captures/{big.pk}/"),
+            (
+                "capture API, 2 of 8 threads",
+                f"/api/captures/{big.pk}/?thread=target-1,target-2",
+            ),
             ("host page", host.get_absolute_url()),
             ("keyword sets", "/keywords/"),
         ]:

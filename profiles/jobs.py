@@ -100,7 +100,12 @@ def scheduled_captures_trim(*, run: Run) -> int:
 
 
 def capture_delete_files(*, capture: Capture) -> None:
-    for field in (capture.raw_file, capture.log_file, capture.flamegraph_file):
+    for field in (
+        capture.raw_file,
+        capture.log_file,
+        capture.flamegraph_file,
+        capture.threads_file,
+    ):
         if field:
             field.delete(save=False)
 

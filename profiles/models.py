@@ -146,6 +146,8 @@ class Capture(models.Model):
     raw_pruned_at = models.DateTimeField(null=True, blank=True)
     log_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
     flamegraph_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
+    # per-thread counts (profiles.pyspy.threads), so a thread filter never re-reads raw
+    threads_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
     stats = models.JSONField(null=True, blank=True)
     gpu_samples = models.JSONField(null=True, blank=True)
     keyword_set = models.ForeignKey(

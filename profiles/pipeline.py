@@ -68,9 +68,17 @@ def read_log(capture: Capture) -> str | None:
 
 
 def read_flamegraph(capture: Capture) -> dict[str, Any] | None:
-    if not capture.flamegraph_file:
+    return _read_json(capture.flamegraph_file)
+
+
+def read_thread_tables(capture: Capture) -> dict[str, Any] | None:
+    return _read_json(capture.threads_file)
+
+
+def _read_json(field: Any) -> dict[str, Any] | None:
+    if not field:
         return None
-    with capture.flamegraph_file.open("rb") as fh:
+    with field.open("rb") as fh:
         return json.loads(gzip.decompress(fh.read()))
 
 
@@ -83,10 +91,9 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
     Capture.objects.filter(pk=capture.pk).update(heartbeat_at=timezone.now())
     try:
         if capture.raw_format == "dump":
-            stats = _analyze_dump(capture)
-            tree = None
+            stats, tree, tables = _analyze_dump(capture), None, None
         else:
-            stats, tree = _analyze_samples(capture)
+            stats, tree, tables = _analyze_samples(capture)
     except pyspy.ProfileError as exc:
         capture_mark_failed(
             capture_id=capture.pk,
@@ -94,27 +101,31 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
             message=f"Could not parse py-spy's output: {exc}. The raw file and log are kept.",
         )
         return
-    if tree is not None:
-        capture.flamegraph_file.save(
-            "flamegraph.json.gz", _gz(json.dumps(tree).encode()), save=False
-        )
+    for field, name, data in (
+        (capture.flamegraph_file, "flamegraph.json.gz", tree),
+        (capture.threads_file, "threads.json.gz", tables),
+    ):
+        if field:  # a re-analysis replaces the file instead of leaving it behind
+            field.delete(save=False)
+        if data is not None:
+            field.save(name, _gz(json.dumps(data).encode()), save=False)
     capture.stats = stats
-    capture.save(update_fields=["stats", "flamegraph_file"])
+    capture.save(update_fields=["stats", "flamegraph_file", "threads_file"])
     capture_transition(capture_id=capture.pk, to=final)
 
 
-def _analyze_samples(capture: Capture) -> tuple[dict[str, Any], dict[str, Any]]:
+def _analyze_samples(capture: Capture) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     if not capture.raw_file:
         raise pyspy.ProfileError("py-spy wrote no samples")
+    keywords = keywords_for(capture.keyword_set)
     options = pyspy.AnalysisOptions(
-        keywords=keywords_for(capture.keyword_set),
-        max_nodes=settings.FLAMEDECK_FLAMEGRAPH_NODES,
+        keywords=keywords, max_nodes=settings.FLAMEDECK_FLAMEGRAPH_NODES
     )
     with local_copy(capture.raw_file) as path:
         profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
     tree = stats.pop("flamegraph")
-    return stats, tree
+    return stats, tree, dict(pyspy.thread_tables(profile, keywords))
 
 
 def _analyze_dump(capture: Capture) -> dict[str, Any]:

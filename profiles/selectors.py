@@ -1,13 +1,11 @@
 """Reads for captures: lists, stored stats and flamegraph views.
 
-Pages read stored stats; raw samples are re-parsed only for a thread filter, and
-that result is cached.
+Pages read stored stats and never the raw samples: a thread filter sums the
+per-thread tables stored at analysis time.
 """
 
-import hashlib
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT, KeyTransform
 
@@ -84,30 +82,20 @@ def capture_flamegraph(
 
 
 def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict[str, Any] | None:
-    """Stored stats; for a thread subset, the engine's stats on those threads (cached)."""
+    """Stored stats; for a thread subset, the sum of the stored per-thread tables.
+
+    The tables hold every count per thread, so this reads no raw samples and still
+    works after the raw file was pruned. Lag is the whole process's (py-spy samples
+    all threads together), so it is kept from the full analysis.
+    """
     if not threads or not capture.stats:
         return capture.stats
-    if not capture.raw_file or capture.raw_pruned_at or capture.raw_format == "dump":
+    tables = pipeline.read_thread_tables(capture)
+    if tables is None:
         return None
-    key_src = f"{capture.pk}:{capture.raw_file.name}:{capture.keyword_set_id}:{sorted(threads)}"
-    key = "stats:" + hashlib.sha256(key_src.encode()).hexdigest()
-    stats = cache.get(key)
-    if stats is None:
-        stats = _thread_stats(capture, threads)
-        cache.set(key, stats, timeout=3600)
-    return stats
-
-
-def _thread_stats(capture: Capture, threads: list[str]) -> dict[str, Any]:
-    options = pyspy.AnalysisOptions(
-        keywords=pipeline.keywords_for(capture.keyword_set),
-        threads=frozenset(threads),
-        include_flamegraph=False,
-    )
-    with pipeline.local_copy(capture.raw_file) as path:
-        profile = pyspy.read_profile(path)
-    stats = dict(pyspy.analyze(profile, options, log_text=pipeline.read_log(capture)))
-    stats.pop("flamegraph", None)
+    stats = dict(pyspy.combine_threads(tables, threads))
+    if "lag" in capture.stats:
+        stats["lag"] = capture.stats["lag"]
     return stats
 
 

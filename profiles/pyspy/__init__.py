@@ -27,6 +27,7 @@ from .lag import analyze_lag  # noqa: E402
 from .profile import Profile  # noqa: E402
 from .raw import parse_raw_lines  # noqa: E402
 from .reading import parse_profile_text, read_profile  # noqa: E402
+from .threads import ThreadTables, combine_threads, thread_tables  # noqa: E402
 from .types import (  # noqa: E402
     CategoryStat,
     DumpFrame,
@@ -56,8 +57,10 @@ __all__ = [
     "ProfileError",
     "Stats",
     "ThreadStat",
+    "ThreadTables",
     "analyze",
     "analyze_lag",
+    "combine_threads",
     "load_keywords",
     "parse_dump",
     "parse_profile_text",
@@ -66,6 +69,7 @@ __all__ = [
     "prune_flamegraph",
     "read_profile",
     "select_threads",
+    "thread_tables",
     "to_folded",
     "to_speedscope",
 ]

@@ -11,11 +11,13 @@ matched by keywords (a command line mentioning `queue` must not count).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import compress, islice
 
 from .flamegraph import trie_flamegraph
-from .frames import parse_process
+from .frames import ThreadFilter, parse_process
 from .keywords import GPU_KEYWORDS, Keyword
 from .lag import analyze_lag
 from .profile import Accumulated, Profile, accumulate
@@ -67,8 +69,8 @@ def analyze(
         "threads": _threads(profile, total_by_frame, view.grand_total),
         "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
         "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
-        "keywords": _keyword_list(options.keywords, kw_counts, view.grand_total),
-        "categories": _category_list(options.keywords, cat_counts, view.grand_total),
+        "keywords": keyword_list(options.keywords, kw_counts, view.grand_total),
+        "categories": category_list(options.keywords, cat_counts, view.grand_total),
         "uncovered_native": _uncovered(profile, own_by_frame, options.keywords, view, top_n),
     }
     if options.include_flamegraph:
@@ -100,13 +102,9 @@ def _view_of(own: list[int], acc: Accumulated) -> _View:
 
 
 def _matching_thread_frames(profile: Profile, threads: frozenset[str]) -> set[int]:
-    wanted = {t.strip() for t in threads}
-    lowered = {t.lower() for t in wanted}
-    found = set()
-    for fid, (tid, name, _pid) in profile.frame_info().thread.items():
-        if name in wanted or str(tid) in wanted or str(tid).lower() in lowered:
-            found.add(fid)
-    return found
+    wanted = ThreadFilter(threads)
+    thread = profile.frame_info().thread
+    return {fid for fid, (tid, name, _pid) in thread.items() if wanted.matches(tid, name)}
 
 
 def _own_by_frame(profile: Profile, view: _View) -> list[int]:
@@ -119,18 +117,30 @@ def _own_by_frame(profile: Profile, view: _View) -> list[int]:
     return own_by
 
 
-def _frame_mask(profile: Profile, keywords: tuple[Keyword, ...]) -> tuple[list[int], list[int]]:
-    """Per distinct frame: bit mask of matching keywords and of their categories."""
-    categories = _categories(keywords)
+def frame_masks(profile: Profile, keywords: tuple[Keyword, ...]) -> tuple[list[int], list[int]]:
+    """Per distinct frame: bit mask of matching keywords and of their categories (cached).
+
+    One regex alternation finds the few frames that match anything; only those are
+    tested keyword by keyword.
+    """
+    key = ("masks", keywords)
+    cached = profile._cache.get(key)
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    names = category_names(keywords)
     synthetic = profile.frame_info().synthetic
     kw_masks, cat_masks = [0] * len(profile.frames), [0] * len(profile.frames)
+    if not keywords:
+        return kw_masks, cat_masks
+    any_keyword = re.compile("|".join(re.escape(kw.keyword) for kw in keywords)).search
     for fid, name in enumerate(profile.frames):
-        if synthetic[fid]:
+        if synthetic[fid] or not any_keyword(name):
             continue
         for bit, kw in enumerate(keywords):
             if kw.keyword in name:
                 kw_masks[fid] |= 1 << bit
-                cat_masks[fid] |= 1 << categories.index(kw.category)
+                cat_masks[fid] |= 1 << names.index(kw.category)
+    profile._cache[key] = (kw_masks, cat_masks)
     return kw_masks, cat_masks
 
 
@@ -138,16 +148,23 @@ def _keyword_counts(
     profile: Profile, view: _View, keywords: tuple[Keyword, ...]
 ) -> tuple[list[int], list[int]]:
     n_kw = len(keywords)
-    counts = [0] * (n_kw + len(_categories(keywords)))
+    counts = [0] * (n_kw + len(category_names(keywords)))
     if keywords:
-        kw_masks, cat_masks = _frame_mask(profile, keywords)
+        kw_masks, cat_masks = frame_masks(profile, keywords)
         masks = [k | c << n_kw for k, c in zip(kw_masks, cat_masks, strict=True)]
         _count_masks(profile, view.total, masks, counts)
     return counts[:n_kw], counts[n_kw:]
 
 
 def _count_masks(profile: Profile, total: list[int], masks: list[int], counts: list[int]) -> None:
-    """Add each matched node's inclusive value to the bits no matched ancestor set.
+    """Add each matched node's inclusive value to the bits no matched ancestor set."""
+    for node, fresh in fresh_matches(profile, masks):
+        if total[node]:
+            add_bits(fresh, total[node], counts)
+
+
+def fresh_matches(profile: Profile, masks: list[int]) -> Iterator[tuple[int, int]]:
+    """(node, bits) for each node whose frame sets bits no ancestor on its path set.
 
     Only nodes whose frame matches something are visited (in id order, so parents
     first); each finds the union of its matched ancestors by walking up to the
@@ -165,11 +182,11 @@ def _count_masks(profile: Profile, total: list[int], masks: list[int], counts: l
         above = union.get(up, 0)
         union[node] = above | mine
         fresh = mine & ~above
-        if fresh and total[node]:
-            _add_bits(fresh, total[node], counts)
+        if fresh:
+            yield node, fresh
 
 
-def _add_bits(bits: int, value: int, counts: list[int]) -> None:
+def add_bits(bits: int, value: int, counts: list[int]) -> None:
     index = 0
     while bits:
         if bits & 1:
@@ -178,7 +195,7 @@ def _add_bits(bits: int, value: int, counts: list[int]) -> None:
         index += 1
 
 
-def _categories(keywords: tuple[Keyword, ...]) -> list[str]:
+def category_names(keywords: tuple[Keyword, ...]) -> list[str]:
     return list(dict.fromkeys(kw.category for kw in keywords))
 
 
@@ -186,15 +203,13 @@ def _threads(profile: Profile, total_by: list[int], whole: int) -> list[ThreadSt
     out: list[ThreadStat] = []
     for fid, (tid, name, _) in profile.frame_info().thread.items():
         if total_by[fid]:
-            pid = _pid_of(profile, profile.parent[profile.frame.index(fid)])
-            out.append(_thread_stat(tid, name, pid, total_by[fid], whole))
+            pid = pid_of(profile, profile.parent[profile.frame.index(fid)])
+            out.append(thread_stat(tid, name, pid, total_by[fid], whole))
     out.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
     return out
 
 
-def _thread_stat(
-    tid: int | str, name: str, pid: int | None, samples: int, whole: int
-) -> ThreadStat:
+def thread_stat(tid: int | str, name: str, pid: int | None, samples: int, whole: int) -> ThreadStat:
     return {
         "name": name,
         "tid": tid,
@@ -204,7 +219,7 @@ def _thread_stat(
     }
 
 
-def _pid_of(profile: Profile, node: int) -> int | None:
+def pid_of(profile: Profile, node: int) -> int | None:
     """pid when `node` is a `process N:"..."` frame (the one above a thread frame)."""
     if node <= 0:
         return None
@@ -214,14 +229,17 @@ def _pid_of(profile: Profile, node: int) -> int | None:
 
 def _frame_list(profile: Profile, counts: list[int], whole: int, top_n: int) -> list[FrameStat]:
     synthetic = profile.frame_info().synthetic
-    rows = [(c, profile.frames[f]) for f, c in enumerate(counts) if c and not synthetic[f]]
-    rows.sort(key=lambda r: (-r[0], r[1]))
-    return [{"frame": f, "samples": c, "percent": percent(c, whole)} for c, f in rows[:top_n]]
+    rows = ((c, profile.frames[f]) for f, c in enumerate(counts) if c and not synthetic[f])
+    return ranked_frames(rows, whole, top_n)
 
 
-def _keyword_list(
-    keywords: tuple[Keyword, ...], counts: list[int], whole: int
-) -> list[KeywordStat]:
+def ranked_frames(rows: Iterable[tuple[int, str]], whole: int, top_n: int) -> list[FrameStat]:
+    """The `top_n` (samples, frame) rows, most samples first, ties by name."""
+    top = sorted(rows, key=lambda r: (-r[0], r[1]))[:top_n]
+    return [{"frame": f, "samples": c, "percent": percent(c, whole)} for c, f in top]
+
+
+def keyword_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int) -> list[KeywordStat]:
     rows: list[KeywordStat] = [
         {"keyword": kw.keyword, "category": kw.category, "samples": c, "percent": percent(c, whole)}
         for kw, c in zip(keywords, counts, strict=True)
@@ -229,12 +247,12 @@ def _keyword_list(
     return sorted(rows, key=lambda r: -r["samples"])
 
 
-def _category_list(
+def category_list(
     keywords: tuple[Keyword, ...], counts: list[int], whole: int
 ) -> list[CategoryStat]:
     rows: list[CategoryStat] = [
         {"category": cat, "samples": c, "percent": percent(c, whole)}
-        for cat, c in zip(_categories(keywords), counts, strict=True)
+        for cat, c in zip(category_names(keywords), counts, strict=True)
     ]
     return sorted(rows, key=lambda r: -r["samples"])
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 from .errors import ProfileError
-from .frames import parse_thread
+from .frames import ThreadFilter
 from .profile import Profile
 from .types import FlameNode
 
@@ -176,19 +176,17 @@ def select_threads(tree: FlameNode, names_or_tids: Collection[str]) -> FlameNode
     any depth (below `process` frames with --subprocesses). Pruned-mass nodes that
     are not inside a kept thread are dropped, so select before you prune.
     """
-    wanted = {str(t).strip() for t in names_or_tids}
-    lowered = {w.lower() for w in wanted}
-    kept = _select(tree, wanted, lowered)
+    kept = _select(tree, ThreadFilter(names_or_tids))
     return kept or {"name": tree["name"], "value": 0, "children": []}
 
 
-def _select(tree: FlameNode, wanted: set[str], lowered: set[str]) -> FlameNode | None:
+def _select(tree: FlameNode, wanted: ThreadFilter) -> FlameNode | None:
     # Iterative post-order: stacks can be thousands of frames deep.
     results: dict[int, FlameNode | None] = {}
     stack: list[tuple[FlameNode, bool]] = [(tree, False)]
     while stack:
         node, done = stack.pop()
-        if _is_wanted(node["name"], wanted, lowered):
+        if wanted.matches_frame(node["name"]):
             results[id(node)] = _deep_copy(node)
         elif not done:
             stack.append((node, True))
@@ -198,14 +196,6 @@ def _select(tree: FlameNode, wanted: set[str], lowered: set[str]) -> FlameNode |
             kept = [k for k in kids if k is not None]
             results[id(node)] = _rebuilt(node, kept) if kept else None
     return results[id(tree)]
-
-
-def _is_wanted(name: str, wanted: set[str], lowered: set[str]) -> bool:
-    parsed = parse_thread(name)
-    if parsed is None:
-        return False
-    tid, tname = parsed
-    return tname in wanted or str(tid) in wanted or str(tid).lower() in lowered
 
 
 def _rebuilt(node: FlameNode, kept: list[FlameNode]) -> FlameNode:

@@ -10,6 +10,7 @@ on macOS); `--subprocesses` adds `process 10234:"python train.py"` above it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _THREAD = re.compile(r"thread \((0[xX][0-9a-fA-F]+|\d+)\)(?:: (.*))?\Z", re.S)
 _PROCESS = re.compile(r'process (\d+):"(.*)"\Z', re.S)
@@ -69,3 +70,19 @@ def is_native(frame: str) -> bool:
     if file.startswith(_PYTHON_PSEUDO) or file.endswith((".py", ".pyx", ".pyw")):
         return False
     return file.endswith(_NATIVE_SOURCE)
+
+
+class ThreadFilter:
+    """The threads a user asked for, by name or by tid (decimal, or hex in any case)."""
+
+    def __init__(self, names_or_tids: Iterable[str]) -> None:
+        self.wanted = {str(t).strip() for t in names_or_tids}
+        self.lowered = {t.lower() for t in self.wanted}
+
+    def matches(self, tid: int | str, name: str) -> bool:
+        return name in self.wanted or str(tid) in self.wanted or str(tid).lower() in self.lowered
+
+    def matches_frame(self, frame: str) -> bool:
+        """True for a `thread (TID): NAME` frame of a wanted thread."""
+        parsed = parse_thread(frame)
+        return parsed is not None and self.matches(*parsed)

@@ -52,7 +52,7 @@ class Profile:
     first_on_path: bytearray
     branches: dict[int, int]
     skipped_lines: int = 0
-    _cache: dict[str, object] = field(default_factory=dict, repr=False)
+    _cache: dict[object, object] = field(default_factory=dict, repr=False)
 
     @property
     def node_count(self) -> int:

@@ -1,6 +1,7 @@
 """Contract 3: the JSON API, its auth and permissions."""
 
 import io
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -159,6 +160,55 @@ def test_import_stores_the_file_and_computes_stats(teammate_client):
     assert launch == pytest.approx(70.0)
     tree = teammate_client.get(f"/api/captures/{capture.pk}/flamegraph/?max_nodes=50").json()
     assert tree["value"] == 10
+
+
+THREADED = RAW + (
+    "thread (12): loader;load (data.py:5);cudaMemcpy (libcudart.so) 6\n"
+    "thread (12): loader;load (data.py:5);main (train.py:10) 4\n"
+)
+
+
+def test_a_thread_filter_sums_stored_tables_and_survives_pruning_the_raw_file(teammate_client):
+    from profiles import jobs
+
+    upload = io.BytesIO(THREADED.encode())
+    upload.name = "train.txt"
+    capture_id = teammate_client.post("/api/captures/import/", {"file": upload}).json()["id"]
+    url = f"/api/captures/{capture_id}/"
+    whole = teammate_client.get(url).json()["stats"]
+    loader = teammate_client.get(url, {"thread": "loader"}).json()["stats"]
+    both = teammate_client.get(url, {"thread": "loader,11"}).json()["stats"]
+    assert whole["total_samples"] == 20 and loader["total_samples"] == 10
+    assert [t["name"] for t in loader["threads"]] == ["loader"]
+    assert {c["category"]: c["percent"] for c in loader["categories"]}["copy"] == 60.0
+    # main() runs on both threads: 10 + 4 of 20 samples, 4 of the loader's 10.
+    assert {r["frame"]: r["samples"] for r in whole["top_total"]}["main (train.py:10)"] == 14
+    assert {r["frame"]: r["samples"] for r in loader["top_total"]}["main (train.py:10)"] == 4
+    assert {k: v for k, v in both.items() if k != "lag"} == {
+        k: v for k, v in whole.items() if k != "lag"
+    }
+    assert jobs.raw_prune(budget_bytes=0)["pruned"] == 1
+    after = teammate_client.get(url, {"thread": "loader"}).json()
+    assert after["raw_pruned"] and after["stats"] == loader
+
+
+def test_re_analysing_replaces_the_stored_files_instead_of_piling_them_up(teammate_client):
+    from profiles import services
+    from profiles.models import KeywordSet
+
+    upload = io.BytesIO(THREADED.encode())
+    upload.name = "train.txt"
+    capture_id = teammate_client.post("/api/captures/import/", {"file": upload}).json()["id"]
+    capture = Capture.objects.get(pk=capture_id)
+    folder = capture.threads_file.storage.path(capture.threads_file.name).rsplit("/", 1)[0]
+    before = sorted(p.name for p in Path(folder).iterdir())
+    only_copy = KeywordSet.objects.create(name="copies only")
+    only_copy.keywords.create(keyword="cudaMemcpy", category="copy", position=0)
+    capture = services.capture_reanalyze(capture=capture, keyword_set=only_copy)
+    after = sorted(p.name for p in Path(folder).iterdir())
+    assert before == after and "threads.json.gz" in after
+    loader = teammate_client.get(f"/api/captures/{capture_id}/", {"thread": "loader"}).json()
+    assert [c["category"] for c in loader["stats"]["categories"]] == ["copy"]
 
 
 def test_a_malformed_import_fails_with_its_reason_and_keeps_the_file(teammate_client):
