@@ -11,6 +11,7 @@ from profiles import services
 from profiles.models import Capture
 from runs.models import Host
 from tests.support.sshd import ALIAS
+from tests.support.workload import pyspy_running
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -25,10 +26,6 @@ def _wait_for(capture_id: int, statuses: set[str], timeout_s: float = 60) -> Cap
     raise AssertionError(f"capture {capture_id} stayed {capture.status}: {capture.error}")
 
 
-def _pyspy_running(pid: int) -> bool:
-    return subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "]).returncode == 0
-
-
 def _until(condition, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -41,7 +38,7 @@ def _until(condition, timeout_s: float) -> bool:
 def _sampling(capture_id: int, pid: int, seconds: float) -> bool:
     """py-spy is attached and the capture has been sampling for `seconds`."""
     progress = Capture.objects.get(pk=capture_id).progress
-    return _pyspy_running(pid) and progress.get("elapsed_s", 0) >= seconds
+    return pyspy_running(pid) and progress.get("elapsed_s", 0) >= seconds
 
 
 def _api(client, user):
@@ -128,7 +125,7 @@ def test_cancel_stops_py_spy_keeps_the_samples_and_leaves_no_sampler(
     assert capture.status == "cancelled", capture.error
     assert capture.stats["total_samples"] > 10
     assert capture.wall_s < 15
-    assert not _pyspy_running(running_workload.pid)
+    assert not pyspy_running(running_workload.pid)
 
 
 def test_a_killed_worker_leaves_a_capture_marked_lost_and_no_sampler(
@@ -142,7 +139,7 @@ def test_a_killed_worker_leaves_a_capture_marked_lost_and_no_sampler(
     _wait_for(capture_id, {"running"})
     assert _until(lambda: _sampling(capture_id, running_workload.pid, 2), timeout_s=30)
     worker.kill()
-    assert _until(lambda: not _pyspy_running(running_workload.pid), timeout_s=10), (
+    assert _until(lambda: not pyspy_running(running_workload.pid), timeout_s=10), (
         "py-spy outlived its worker"
     )
     time.sleep(3.5)

@@ -1,7 +1,6 @@
 """A whole-job capture across two real sshd "hosts" on loopback, one of them down
 from the start or dying mid-capture."""
 
-import subprocess
 import time
 
 import pytest
@@ -10,6 +9,7 @@ from profiles import jobs, pipeline
 from profiles.models import Capture
 from runs.models import Host, Run, RunProcess
 from tests.support.worker import WorkerProcess
+from tests.support.workload import pyspy_running
 
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
 
@@ -66,60 +66,40 @@ def _by_host(group) -> dict[str, Capture]:
     return {c.host.name: c for c in Capture.objects.filter(group=group).select_related("host")}
 
 
-def _pyspy_running(pid: int) -> bool:
-    return subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "]).returncode == 0
-
-
-def test_a_group_over_two_hosts_with_one_down_is_partial_and_keeps_the_other(
-    two_hosts, running_workload, tmp_path
+@pytest.mark.parametrize(
+    ("when", "retries", "cause", "says"),
+    [
+        ("before", 1, "unreachable", "cannot reach the host"),
+        ("during", 0, "connection_lost", "SSH connection dropped"),
+    ],
+)
+def test_a_host_going_down_leaves_the_group_partial_and_the_other_capture_intact(
+    two_hosts, running_workload, tmp_path, when, retries, cause, says
 ):
+    """node-b is down when the job capture starts, or dies with py-spy running on it."""
     (server_a, server_b), config = two_hosts
     run = _two_node_run(running_workload.pid)
-    worker = _worker(tmp_path, config, retries=1)
+    worker = _worker(tmp_path, config, retries=retries)
     try:
-        server_b.stop()  # node-b is down as the job capture starts
-        group = jobs.capture_group_create(user=None, run=run, duration=2, rate=50)
-        _wait_while(lambda: jobs.group_summary(group)["status"] == "running", timeout_s=60)
-    finally:
-        worker.stop()
-    by_host = _by_host(group)
-    assert by_host["node-a"].status == "done", by_host["node-a"].error
-    assert by_host["node-a"].stats["total_samples"] > 20
-    assert by_host["node-b"].status == "failed"
-    assert by_host["node-b"].error_cause == "unreachable"
-    assert "cannot reach the host" in by_host["node-b"].error
-    assert jobs.group_summary(group)["status"] == "partial"
-
-
-def test_a_host_that_dies_mid_capture_fails_its_capture_and_leaves_the_others_intact(
-    two_hosts, running_workload, tmp_path
-):
-    (server_a, server_b), config = two_hosts
-    run = _two_node_run(running_workload.pid)
-    worker = _worker(tmp_path, config, retries=0)
-    try:
-        group = jobs.capture_group_create(user=None, run=run, duration=6, rate=50)
-
-        def b_not_sampling_yet() -> bool:
-            return (
-                Capture.objects.get(group=group, host__name="node-b").progress.get("elapsed_s", 0)
-                < 1.5
-            )
-
-        _wait_while(b_not_sampling_yet, timeout_s=30)
-        assert not b_not_sampling_yet(), "node-b's capture never started sampling"
-        server_b.crash()  # the machine dies with py-spy running on it
+        if when == "before":
+            server_b.stop()
+        group = jobs.capture_group_create(user=None, run=run, duration=4, rate=50)
+        if when == "during":
+            node_b = Capture.objects.filter(group=group, host__name="node-b")
+            _wait_while(lambda: node_b.get().progress.get("elapsed_s", 0) < 1.5, timeout_s=30)
+            assert node_b.get().status == "running", node_b.get().error
+            server_b.crash()
         _wait_while(lambda: jobs.group_summary(group)["status"] == "running", timeout_s=60)
     finally:
         worker.stop()
     by_host = _by_host(group)
     assert by_host["node-a"].status == "done", by_host["node-a"].error
     assert by_host["node-a"].stats["total_samples"] > 100
-    node_b = by_host["node-b"]
-    assert node_b.status == "failed"
-    assert node_b.error_cause == "connection_lost"
-    assert "SSH connection dropped" in node_b.error
-    assert "Sampling process" in pipeline.read_log(node_b)  # what py-spy said is kept
+    assert by_host["node-b"].status == "failed"
+    assert by_host["node-b"].error_cause == cause
+    assert says in by_host["node-b"].error
     assert jobs.group_summary(group)["status"] == "partial"
-    _wait_while(lambda: _pyspy_running(running_workload.pid), timeout_s=10)
-    assert not _pyspy_running(running_workload.pid), "node-b's py-spy outlived its connection"
+    if when == "during":
+        assert "Sampling process" in pipeline.read_log(by_host["node-b"])  # py-spy's words kept
+        _wait_while(lambda: pyspy_running(running_workload.pid), timeout_s=10)
+        assert not pyspy_running(running_workload.pid), "node-b's py-spy outlived its connection"

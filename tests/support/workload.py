@@ -93,3 +93,8 @@ def start_workload(threads: int = 2, exit_after: float | None = None) -> Workloa
 
 if __name__ == "__main__":
     main()
+
+
+def pyspy_running(pid: int) -> bool:
+    """True while a `py-spy record --pid PID` runs on this machine."""
+    return subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "]).returncode == 0
