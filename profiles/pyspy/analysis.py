@@ -11,6 +11,7 @@ matched by keywords (a command line mentioning `queue` must not count).
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -235,7 +236,7 @@ def _frame_list(profile: Profile, counts: list[int], whole: int, top_n: int) -> 
 
 def ranked_frames(rows: Iterable[tuple[int, str]], whole: int, top_n: int) -> list[FrameStat]:
     """The `top_n` (samples, frame) rows, most samples first, ties by name."""
-    top = sorted(rows, key=lambda r: (-r[0], r[1]))[:top_n]
+    top = heapq.nsmallest(top_n, rows, key=lambda r: (-r[0], r[1]))  # = sorted(...)[:top_n]
     return [{"frame": f, "samples": c, "percent": percent(c, whole)} for c, f in top]
 
 
