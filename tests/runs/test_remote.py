@@ -47,6 +47,27 @@ def test_it_records_over_ssh_with_address_port_user_and_known_hosts(sshd: SSHSer
     assert_real_capture(record(target, workload.pid, QUICK), workload)
 
 
+@pytest.mark.sshd
+def test_it_reaches_a_host_through_a_proxyjump_in_the_users_ssh_config(
+    sshd: SSHServer, own_sshd: SSHServer, workload, tmp_path
+):
+    """`own_sshd` is the jump host; the capture host is only named behind it."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts.read_text() + own_sshd.known_hosts.read_text())
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host jump\n  HostName 127.0.0.1\n  Port {own_sshd.port}\n"
+        f"Host gpu-behind-jump\n  HostName 127.0.0.1\n  Port {sshd.port}\n  ProxyJump jump\n"
+        f"Host *\n  User root\n  IdentityFile {sshd.client_key}\n"
+        f"  IdentityFile {own_sshd.client_key}\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
+    )
+    jumped_before = own_sshd.log.read_text().count("Accepted publickey")
+    target = Target("ssh", "gpu-behind-jump", py_spy=PY_SPY, ssh_config=str(config))
+    assert_real_capture(record(target, workload.pid, QUICK), workload)
+    assert own_sshd.log.read_text().count("Accepted publickey") == jumped_before + 1
+
+
 def test_it_streams_pyspy_log_lines_while_sampling(local_target, workload):
     lines: list[tuple[str, float]] = []
     result = record(local_target, workload.pid, QUICK, on_progress=lambda *a: lines.append(a))
