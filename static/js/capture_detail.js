@@ -174,12 +174,21 @@
     await Promise.all([loadFlamegraph(), loadStats()]);
   }
 
+  function threadNote(text) {
+    let note = $("thread-note");
+    if (!note) { note = el("p", { id: "thread-note", class: "error" }); $("categories").before(note); }
+    note.textContent = text;
+    note.hidden = !text;
+  }
+
   async function loadStats() {
+    threadNote("");
     if (!state.threads.length) { renderTables(data.stats); return; }
     try {
       const capture = await fd.fetchJson(`/api/captures/${data.id}/?thread=${encodeURIComponent(state.threads.join(","))}`);
       if (capture.stats) renderTables(capture.stats);
-    } catch (err) { $("categories").prepend(el("p", { class: "error" }, `Could not filter the stats: ${err.message}`)); }
+      else threadNote("This capture has no per-thread stats (it was analysed before they were stored): re-analyse it to filter the tables by thread. The flamegraph is filtered.");
+    } catch (err) { threadNote(`Could not filter the stats: ${err.message}`); }
   }
 
   // --- lag chart -------------------------------------------------------------------

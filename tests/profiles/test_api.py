@@ -192,6 +192,16 @@ def test_a_thread_filter_sums_stored_tables_and_survives_pruning_the_raw_file(te
     assert after["raw_pruned"] and after["stats"] == loader
 
 
+def test_a_capture_without_stored_tables_says_so_instead_of_unfiltered_stats(teammate_client):
+    upload = io.BytesIO(THREADED.encode())
+    upload.name = "train.txt"
+    capture_id = teammate_client.post("/api/captures/import/", {"file": upload}).json()["id"]
+    Capture.objects.filter(pk=capture_id).update(threads_file="")  # analysed before tables
+    url = f"/api/captures/{capture_id}/"
+    assert teammate_client.get(url, {"thread": "loader"}).json()["stats"] is None
+    assert teammate_client.get(url).json()["stats"]["total_samples"] == 20
+
+
 def test_re_analysing_replaces_the_stored_files_instead_of_piling_them_up(teammate_client):
     from profiles import services
     from profiles.models import KeywordSet
