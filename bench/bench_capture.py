@@ -11,7 +11,6 @@ Run: .venv/bin/python bench/bench_capture.py [--repeat 3] [--burst 20]
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,20 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.3):
-            return True
-    except OSError:
-        return False
+from config.env import local_port_answers  # noqa: E402
 
 
 def _configure() -> None:
     var = tempfile.mkdtemp(prefix="flamedeck-bench-")
     os.environ["FLAMEDECK_VAR_DIR"] = var
     os.environ["CELERY_QUEUE"] = f"flamedeck-bench-{os.getpid()}"
-    if _answers(5432):
+    if local_port_answers(5432):
         subprocess.run(
             [
                 "psql",
@@ -53,7 +46,7 @@ def _configure() -> None:
             check=True,
         )
         os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/flamedeck_bench"
-    if _answers(6379):
+    if local_port_answers(6379):
         os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/14"
     os.environ["ALLOWED_HOSTS"] = "testserver,127.0.0.1"
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"

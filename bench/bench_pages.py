@@ -30,6 +30,8 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, logged_in_context  # noqa: E402
+
 CAPTURES_IN_RUN = 1000
 UNIQUE_STACKS = 100_000
 REPEAT = 5
@@ -113,30 +115,14 @@ def browser_times(owner_client: Client, big, run) -> None:
     except ImportError:
         print("  (playwright missing: no browser timings)")
         return
-    if not os.path.exists("/usr/bin/chromium"):
-        print("  (/usr/bin/chromium missing: no browser timings)")
+    if not os.path.exists(CHROMIUM):
+        print(f"  ({CHROMIUM} missing: no browser timings)")
         return
     server = LiveServer("127.0.0.1:0")
-    args = [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ]
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=args)
-            context = browser.new_context(viewport={"width": 1440, "height": 1000})
-            context.add_cookies(
-                [
-                    {
-                        "name": "sessionid",
-                        "value": owner_client.cookies["sessionid"].value,
-                        "url": server.url,
-                    }
-                ]
-            )
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            context = logged_in_context(browser, owner_client, server.url)
             page = context.new_page()
             page.set_default_timeout(60_000)
             for label, url, ready in [

@@ -4,6 +4,7 @@ Every message names the variable, so a typo at start-up reads as one clear line.
 """
 
 import os
+import socket
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -60,3 +61,12 @@ def env_url(name: str, schemes: tuple[str, ...]) -> str:
     if not parts.hostname and parts.scheme not in ("sqlite",):
         raise ImproperlyConfigured(f"{name}={raw!r}: no host name")
     return raw
+
+
+def local_port_answers(port: int, timeout_s: float = 0.3) -> bool:
+    """True when something accepts TCP connections on 127.0.0.1:`port` (tests, bench)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False

@@ -2,21 +2,13 @@
 ports (as on CI), otherwise the embedded default."""
 
 import os
-import socket
 import tempfile
 
+from config.env import local_port_answers
 
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.3):
-            return True
-    except OSError:
-        return False
-
-
-if "DATABASE_URL" not in os.environ and _answers(5432):
+if "DATABASE_URL" not in os.environ and local_port_answers(5432):
     os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/flamedeck"
-if "REDIS_URL" not in os.environ and _answers(6379):
+if "REDIS_URL" not in os.environ and local_port_answers(6379):
     os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/15"
 # A queue of its own, so no message from an earlier run reaches this run's workers.
 os.environ.setdefault("CELERY_QUEUE", f"flamedeck-test-{os.getpid()}")

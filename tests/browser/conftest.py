@@ -7,20 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, logged_in_context
 from tests.support.requirements import require
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls from
 # the test body are still synchronous and safe here.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # `make screenshots` points this at docs/screenshots; a plain test run writes to /tmp,
 # so running the suite never dirties the working tree.
 SCREENSHOTS = Path(
@@ -66,16 +59,7 @@ def open_tab(chromium, live_server, client):
 
     def open_(user, width: int = 1440, height: int = 1000) -> Tab:
         client.force_login(user)
-        context = chromium.new_context(viewport={"width": width, "height": height})
-        context.add_cookies(
-            [
-                {
-                    "name": "sessionid",
-                    "value": client.cookies["sessionid"].value,
-                    "url": live_server.url,
-                }
-            ]
-        )
+        context = logged_in_context(chromium, client, live_server.url, width, height)
         page = context.new_page()
         page.set_default_timeout(20_000)
         tab = Tab(context, page, live_server.url)
