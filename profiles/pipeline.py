@@ -50,14 +50,22 @@ def capture_store_outputs(*, capture: Capture, raw: bytes | None, log: str | Non
         name = {"speedscope": "samples.speedscope.json.gz"}.get(fmt, "samples.txt.gz")
         if capture.kind == Capture.Kind.DUMP:
             fmt, name = "dump", "dump.txt.gz"
-        capture.raw_file.save(name, _gz(raw), save=False)
+        _replace(capture.raw_file, name, _gz(raw))
         capture.raw_format, capture.raw_size = fmt, len(raw)
         fields += ["raw_file", "raw_format", "raw_size"]
     if log is not None:
-        capture.log_file.save("py-spy.log.gz", _gz(log.encode()), save=False)
+        _replace(capture.log_file, "py-spy.log.gz", _gz(log.encode()))
         fields.append("log_file")
     if fields:
         capture.save(update_fields=fields)
+
+
+def _replace(field: Any, name: str, content: ContentFile) -> None:
+    """Store `content` in `field`, deleting what it held (a retry or re-analysis
+    replaces its files instead of leaving orphans beside them)."""
+    if field:
+        field.delete(save=False)
+    field.save(name, content, save=False)
 
 
 def read_log(capture: Capture) -> str | None:
@@ -105,10 +113,10 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
         (capture.flamegraph_file, "flamegraph.json.gz", tree),
         (capture.threads_file, "threads.json.gz", tables),
     ):
-        if field:  # a re-analysis replaces the file instead of leaving it behind
-            field.delete(save=False)
         if data is not None:
-            field.save(name, _gz(json.dumps(data).encode()), save=False)
+            _replace(field, name, _gz(json.dumps(data).encode()))
+        elif field:
+            field.delete(save=False)
     capture.stats = stats
     capture.save(update_fields=["stats", "flamegraph_file", "threads_file"])
     capture_transition(capture_id=capture.pk, to=final)
