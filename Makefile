@@ -3,7 +3,7 @@ PY := .venv/bin/python
 PORT ?= 8000
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup run test lint format screenshots bench worker
+.PHONY: setup run test lint format screenshots bench worker static
 
 .venv/.installed: pyproject.toml
 	python3 -m venv .venv
@@ -24,7 +24,14 @@ run: setup
 	$(PY) manage.py serve --port $(PORT)
 
 worker: setup
-	.venv/bin/celery -A config worker -l info
+	$(PY) manage.py serve --workers-only
+
+# Production static files: hashed, bundled offline, pre-compressed (run with COMPRESS_OFFLINE=1
+# in the environment the web server gets too).
+static: setup
+	COMPRESS_OFFLINE=1 $(PY) manage.py collectstatic --noinput -v0
+	COMPRESS_OFFLINE=1 $(PY) manage.py compress --force
+	$(PY) -m whitenoise.compress -q $${FLAMEDECK_VAR_DIR:-var}/static/CACHE
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -44,3 +51,4 @@ bench: setup
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_pages.py
 	$(PY) bench/bench_capture.py
+	$(PY) bench/bench_group.py

@@ -78,21 +78,23 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.test import Client
-    from rest_framework.authtoken.models import Token
 
     from runs.models import Host
+    from runs.tokens import api_token_create
     from tests.support.sshd import ALIAS, SSHServer
     from tests.support.worker import WorkerProcess
     from tests.support.workload import start_workload
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_superuser("bench", password="x")  # noqa: S106
-    client = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client = Client(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)[1]}")
     sshd = SSHServer().start()
     Host.objects.create(
         name="loop", transport="ssh", address=ALIAS, py_spy=Host.objects.get(name="local").py_spy
     )
     workload = start_workload(threads=2)
+    # The burst gets a process per capture: py-spy attaches to a process once (409).
+    targets = [start_workload(threads=1) for _ in range(args.burst)]
     logdir = Path(os.environ["FLAMEDECK_VAR_DIR"])
     env = {"FLAMEDECK_SSH_CONFIG": str(sshd.config)}
     workers = [
@@ -124,10 +126,10 @@ def main() -> None:
         ids = [
             client.post(
                 "/api/captures/",
-                {"host": "loop", "pid": workload.pid, "duration": 2, "rate": 50},
+                {"host": "loop", "pid": target.pid, "duration": 2, "rate": 50},
                 content_type="application/json",
             ).json()["id"]
-            for _ in range(args.burst)
+            for target in targets
         ]
         finished = _wait(ids, 600)
         done = sum(1 for status, _ in finished.values() if status == "done")
@@ -139,7 +141,8 @@ def main() -> None:
     finally:
         for worker in workers:
             worker.stop()
-        workload.stop()
+        for process in (workload, *targets):
+            process.stop()
         sshd.cleanup()
 
 

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from profiles import api as profiles_api
-from profiles import compare_views
+from profiles import compare_views, group_views
 from runs import api as runs_api
 
 app_name = "api"
@@ -12,8 +12,18 @@ urlpatterns = [
     path("hosts/<int:pk>/", runs_api.host_detail, name="host_detail"),
     path("hosts/<int:pk>/check/", runs_api.host_check, name="host_check"),
     path("runs/", runs_api.run_list, name="run_list"),
+    path("runs/<int:pk>/", runs_api.run_detail, name="run_detail"),
+    path("runs/<int:pk>/processes/", runs_api.run_processes, name="run_processes"),
+    path(
+        "runs/<int:pk>/processes/<int:process_pk>/",
+        runs_api.run_process_detail,
+        name="run_process_detail",
+    ),
+    path("runs/<int:pk>/processes/check/", runs_api.run_processes_check, name="run_check"),
+    path("register/", runs_api.register, name="register"),
     path("runs/<int:pk>/capture/", profiles_api.run_capture_all, name="run_capture_all"),
     path("groups/<int:pk>/", profiles_api.group_detail, name="group_detail"),
+    path("groups/<int:pk>/live/", group_views.group_live, name="group_live"),
     path("groups/<int:pk>/flamegraph/", profiles_api.group_flamegraph, name="group_flamegraph"),
     path("captures/", profiles_api.capture_list, name="capture_list"),
     path("captures/import/", profiles_api.capture_import, name="capture_import"),
@@ -21,6 +31,7 @@ urlpatterns = [
     path(
         "captures/<int:pk>/flamegraph/", profiles_api.capture_flamegraph, name="capture_flamegraph"
     ),
+    path("captures/<int:pk>/sandwich/", profiles_api.capture_sandwich, name="capture_sandwich"),
     path("captures/<int:pk>/cancel/", profiles_api.capture_cancel, name="capture_cancel"),
     path("compare/", compare_views.compare_api, name="compare"),
 ]

@@ -1,6 +1,11 @@
 """The Celery app, configured from Django settings (keys prefixed CELERY_).
 
-Worker: `.venv/bin/celery -A config worker -l info`
+Workers (one per queue kind; `make worker` / `manage.py serve --workers-only` start both,
+and beat; the README's "Production-like set-up" has the per-queue commands):
+    .venv/bin/celery -A config worker -Q flamedeck,flamedeck.capture --pool threads \
+        --concurrency "${FLAMEDECK_CAPTURE_CONCURRENCY:-64}"
+    .venv/bin/celery -A config worker -Q flamedeck.analysis --pool prefork
+    .venv/bin/celery -A config beat
 """
 
 import os
@@ -12,3 +17,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("flamedeck")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Beat's periodic tasks are entry points above the services (profiles/beat.py).
+app.autodiscover_tasks(related_name="beat")

@@ -5,12 +5,21 @@ With nothing set: SQLite under var/ and a Celery broker on the filesystem, so
 REDIS_URL switch to PostgreSQL and Redis.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str, env_url
+from config.env import (
+    env_artifacts,
+    env_bool,
+    env_int,
+    env_list,
+    env_proxy_ssl_header,
+    env_str,
+    env_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FLAMEDECK_VAR_DIR", str(BASE_DIR / "var")))
@@ -36,6 +45,66 @@ SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# HTTPS behind a proxy (README, "Production"): all off by default so `make run` works
+# on plain http://127.0.0.1.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# "HTTP_X_FORWARDED_PROTO,https": trust this header from the proxy (and only then).
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+
+D3_FLAMEGRAPH_STYLE_HASH = "'sha256-PjPkXjWPssRCMzB6p5SnF25xrwIH7ThbVHWlE+SG1DE='"
+# Content-Security-Policy (django-csp): scripts, styles and everything else from this
+# origin only. No inline <script>, no on*= handlers, no style="" attributes.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        # d3-flame-graph's UMD build also injects its CSS as a <style> element (the
+        # same rules as the stylesheet we link); allowed by its hash only, checked
+        # against node_modules by tests/config/test_hardening.py.
+        "style-src": ["'self'", D3_FLAMEGRAPH_STYLE_HASH],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Whether a host with transport "local" (commands on this very machine) may exist.
+# On for `make run`, so a newcomer can capture at once; turn it off in production
+# (`check --deploy` warns when it is on by default with DEBUG off).
+FLAMEDECK_LOCAL_HOST = env_bool("FLAMEDECK_LOCAL_HOST", True)
+# Set either way on purpose: `check --deploy` warns only about the default (config.checks).
+FLAMEDECK_LOCAL_HOST_CHOSEN = bool(env_str("FLAMEDECK_LOCAL_HOST").strip())
+
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins for one
+# user name from one address, that pair is locked for AXES_COOLOFF_MINUTES.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_MINUTES = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=AXES_COOLOFF_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# ... and one address is locked for every name once its failures across all names
+# reach this many (runs.auth.LoginThrottleHandler; README, "Security").
+FLAMEDECK_LOGIN_IP_FAILURE_LIMIT = env_int("FLAMEDECK_LOGIN_IP_FAILURE_LIMIT", 20, minimum=1)
+AXES_HANDLER = "runs.auth.LoginThrottleHandler"
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Proxies in front of the app: the client is the entry that many places from the
+# right of X-Forwarded-For (0: REMOTE_ADDR, the only safe choice without a proxy).
+FLAMEDECK_PROXY_COUNT = env_int("FLAMEDECK_PROXY_COUNT", 0, minimum=0)
+AXES_CLIENT_IP_CALLABLE = "config.middleware.client_ip"
+AXES_VERBOSE = False
+AUTHENTICATION_BACKENDS = [
+    "runs.auth.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -47,11 +116,14 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "compressor",
+    "csp",
+    "axes",
     "runs",
     "profiles",
 ]
 
 MIDDLEWARE = [
+    "config.middleware.UploadLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -61,6 +133,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "config.middleware.ValidationErrorMiddleware",
+    # Last, as django-axes asks.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -94,17 +170,17 @@ if DATABASE_URL:
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "flamedeck.sqlite3",
-            # WAL and a busy timeout let the web server and the embedded worker
-            # write at the same time without "database is locked".
-            "OPTIONS": {
-                "timeout": 20,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                "transaction_mode": "IMMEDIATE",
-            },
-        }
+        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "flamedeck.sqlite3"}
+    }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Whichever way SQLite is chosen (the default, or DATABASE_URL=sqlite:///…): WAL,
+    # a busy timeout and write transactions that take the lock up front let the web
+    # server, workers, beat and management commands write at the same time without
+    # "database is locked" (a deferred transaction that upgrades to a write cannot wait).
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -115,16 +191,44 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 else:
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (CELERY_BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_processed": str(CELERY_BROKER_DIR / "processed"),
+        # kombu's default is ./control, relative to wherever the worker was started
+        "control_folder": str(CELERY_BROKER_DIR / "control"),
+        # kombu polls the folder once a second by default: a whole-job capture's
+        # analyses would each wait for a poll. A directory listing is cheap.
+        "polling_interval": 0.1,
     }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "flamedeck")
+# Waiting on remote samplers (threads pool, high concurrency) and parsing (prefork,
+# one per core) run on queues of their own; everything else on the default queue.
+FLAMEDECK_CAPTURE_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.capture"
+FLAMEDECK_ANALYSIS_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.analysis"
+# Declared, so a plain `celery -A config worker` (no -Q) consumes all three; `-Q`
+# still picks some of them. Each as Celery would make it on its own: a direct
+# exchange of the queue's name, routing key the name.
+from kombu import Exchange, Queue  # noqa: E402 — kept in the Celery section
+
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, Exchange(name, type="direct"), routing_key=name)
+    for name in (CELERY_TASK_DEFAULT_QUEUE, FLAMEDECK_CAPTURE_QUEUE, FLAMEDECK_ANALYSIS_QUEUE)
+)
+# Threads of each capture worker (`manage.py serve`, `make worker`; give the same
+# number to --concurrency when starting one by hand). A whole-job capture holds one per
+# host for its whole window, so a group with more hosts than this is refused: the
+# hosts past it would wait for a free thread and miss the common start.
+FLAMEDECK_CAPTURE_CONCURRENCY = env_int("FLAMEDECK_CAPTURE_CONCURRENCY", 64, minimum=1)
+CELERY_TASK_ROUTES = {
+    "profiles.tasks.run_capture": {"queue": FLAMEDECK_CAPTURE_QUEUE},
+    "profiles.tasks.run_host_captures": {"queue": FLAMEDECK_CAPTURE_QUEUE},
+    "profiles.tasks.analyze_capture": {"queue": FLAMEDECK_ANALYSIS_QUEUE},
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -136,7 +240,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "reap-lost-captures": {
         "task": "profiles.tasks.reap_lost_captures",
-        "schedule": 30.0,
+        "schedule": float(env_int("FLAMEDECK_REAP_EVERY_S", 30, minimum=1)),
     },
     "schedule-captures": {
         "task": "profiles.tasks.schedule_captures",
@@ -148,8 +252,16 @@ CELERY_BEAT_SCHEDULE = {
 # --- flamedeck ---------------------------------------------------------------
 # Seconds without a heartbeat after which a running capture counts as lost.
 FLAMEDECK_HEARTBEAT_TIMEOUT_S = env_int("FLAMEDECK_HEARTBEAT_TIMEOUT_S", 60, minimum=5)
+# A queued capture no worker took this long after its last send is re-sent by the
+# reaper (its message was lost); one still queued after this many seconds is failed.
+FLAMEDECK_QUEUE_TIMEOUT_S = env_int("FLAMEDECK_QUEUE_TIMEOUT_S", 1800, minimum=10)
+# Seconds ssh may spend connecting (TCP and SSH banner) before a host counts as unreachable.
+FLAMEDECK_SSH_CONNECT_TIMEOUT_S = env_int("FLAMEDECK_SSH_CONNECT_TIMEOUT_S", 10, minimum=1)
 # Extra wall-clock allowed beyond a capture's duration before py-spy is stopped.
 FLAMEDECK_CAPTURE_MARGIN_S = env_int("FLAMEDECK_CAPTURE_MARGIN_S", 20, minimum=1)
+# A whole-job capture starts sampling on every host at once, as soon as every host's
+# session is ready, or this many seconds after the request at the latest.
+FLAMEDECK_GROUP_START_WAIT_S = env_int("FLAMEDECK_GROUP_START_WAIT_S", 15, minimum=1)
 # Transient failures (host unreachable) are retried this often, with jittered backoff.
 FLAMEDECK_CAPTURE_RETRIES = env_int("FLAMEDECK_CAPTURE_RETRIES", 3, minimum=0)
 FLAMEDECK_RETRY_BACKOFF_S = env_int("FLAMEDECK_RETRY_BACKOFF_S", 5, minimum=0)
@@ -167,7 +279,11 @@ FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimu
 # --- static and media ------------------------------------------------------
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
-STATICFILES_DIRS = [BASE_DIR / "static", ("npm", BASE_DIR / "node_modules")]
+# Only the browser packages (npm dependencies), not the dev tools beside them.
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    *((f"npm/{name}", BASE_DIR / "node_modules" / name) for name in ("d3", "d3-flame-graph")),
+]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
@@ -177,23 +293,49 @@ COMPRESS_ENABLED = True
 COMPRESS_OFFLINE = env_bool("COMPRESS_OFFLINE", False)
 COMPRESS_ROOT = STATIC_ROOT
 WHITENOISE_USE_FINDERS = True
+# Hashed names (collectstatic's manifest and compressor's CACHE/ bundles both use 12
+# hex digits) never change content: cache them for ten years.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"\.[0-9a-f]{12}\.\w+$"
 # Without offline compression, bundles appear at run time; let WhiteNoise see them.
 WHITENOISE_AUTOREFRESH = DEBUG or not COMPRESS_OFFLINE
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media")))
 MEDIA_URL = "media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# Larger uploads stream to a temporary file instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Bodies over this are refused with 413 before they are read (profiles.middleware).
+FLAMEDECK_MAX_UPLOAD_MB = env_int("FLAMEDECK_MAX_UPLOAD_MB", 512, minimum=1)
+# Where capture artifacts (raw samples, logs, flamegraph trees, exports) live:
+# filesystem (one machine), database, or s3://bucket/prefix (every machine reads them).
+FLAMEDECK_ARTIFACTS = env_str("FLAMEDECK_ARTIFACTS", "filesystem").strip() or "filesystem"
+STORAGES = {
+    "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT)},
+    },
+    # Hashed names and far-future cache headers once `collectstatic` has run
+    # (production); the plain storage otherwise, so `make run` and tests need no step.
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if COMPRESS_OFFLINE
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+    "artifacts": env_artifacts("FLAMEDECK_ARTIFACTS", str(MEDIA_ROOT)),
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so a missing or bad token answers 401 with WWW-Authenticate.
-        "rest_framework.authentication.TokenAuthentication",
+        "runs.auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "config.api_errors.exception_handler",
 }
+# API tokens from `manage.py create_api_token` expire after this many days (0 = never).
+FLAMEDECK_TOKEN_DAYS = env_int("FLAMEDECK_TOKEN_DAYS", 90, minimum=0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

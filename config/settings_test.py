@@ -28,3 +28,6 @@ else:
     # One database per test process, so parallel runs (CI, several checkouts) never
     # drop each other's database.
     DATABASES["default"]["TEST"] = {"NAME": f"test_flamedeck_{os.getpid()}"}
+
+# django-axes logs every login (force_login included) at INFO; keep test output readable.
+LOGGING["loggers"] = {"axes": {"level": "WARNING"}}

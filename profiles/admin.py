@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from .artifacts import ARTIFACT_FIELDS
 from .models import Capture, CaptureGroup, Comment, Keyword, KeywordSet
 
 
@@ -37,9 +38,16 @@ class CaptureAdmin(admin.ModelAdmin):
         "error_cause",
         "raw_size",
         "raw_pruned_at",
+        "stored_files",
     ]
+    # Artifacts may live in the database or S3, which have no URL to link: names only.
+    exclude = ARTIFACT_FIELDS
     date_hierarchy = "queued_at"
     inlines = [CommentInline]
+
+    @admin.display(description="Stored files")
+    def stored_files(self, capture: Capture) -> str:
+        return ", ".join(getattr(capture, f).name for f in ARTIFACT_FIELDS if getattr(capture, f))
 
 
 @admin.register(CaptureGroup)

@@ -4,21 +4,22 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from config.api_fields import IdField, PidField, StrictIntegerField
+from config.params import ID_MAX, parse_id, parse_int, query_ids, query_int
 from runs.api import api
 from runs.models import Host, Run, RunProcess
 
-from . import jobs, selectors, services
+from . import jobs, redact, selectors, services
 from .models import Capture, CaptureGroup
 
 
 class PySpySettingsSerializer(serializers.Serializer):
     """py-spy settings of a capture, with the dashboard's defaults."""
 
-    duration = serializers.IntegerField(min_value=1, default=30)
-    rate = serializers.IntegerField(min_value=1, max_value=2000, default=20)
+    duration = StrictIntegerField(minimum=1, maximum=ID_MAX, default=30)
+    rate = StrictIntegerField(minimum=1, maximum=2000, default=20)
     native = serializers.BooleanField(default=True)
     threads = serializers.BooleanField(default=True)
     idle = serializers.BooleanField(default=False)
@@ -30,11 +31,12 @@ class PySpySettingsSerializer(serializers.Serializer):
 class CaptureRequestSerializer(PySpySettingsSerializer):
     """A capture of `host` + `pid`, or of a run's `process` (which gives both)."""
 
-    host = serializers.CharField(required=False)
-    pid = serializers.IntegerField(min_value=1, required=False)
-    process = serializers.IntegerField(required=False, allow_null=True)
+    host = serializers.CharField(required=False, max_length=200)
+    pid = PidField(required=False)
+    process = IdField(required=False, allow_null=True)
     kind = serializers.ChoiceField(choices=["record", "dump"], default="record")
-    run = serializers.IntegerField(required=False, allow_null=True)
+    dump_locals = serializers.BooleanField(default=False, help_text="dump: py-spy --locals")
+    run = IdField(required=False, allow_null=True)
 
     def validate_process(self, value: int | None) -> RunProcess | None:
         if value is None:
@@ -54,7 +56,8 @@ class CaptureRequestSerializer(PySpySettingsSerializer):
         return attrs
 
     def validate_host(self, value: str) -> Host:
-        lookup = {"pk": int(value)} if value.isdigit() else {"name": value}
+        numeric = value.isascii() and value.isdigit()
+        lookup = {"pk": parse_id(value, name="host")} if numeric else {"name": value}
         host = Host.objects.filter(**lookup).first()
         if host is None:
             raise serializers.ValidationError(f"no host {value!r}")
@@ -80,6 +83,9 @@ def capture_json(capture: Capture, threads: list[str] | None = None) -> dict:
         "settings": {f: getattr(capture, f) for f in services.RECORD_FIELDS},
         "error": capture.error,
         "error_cause": capture.error_cause,
+        "error_detail": capture.error_detail,
+        "attempts": capture.attempts,
+        "attempt_log": capture.attempt_log,
         "note": capture.note,
         "progress": capture.progress,
         "queued_at": capture.queued_at,
@@ -115,30 +121,49 @@ def capture_list(request):
             process=data.pop("process", None),
             **data,
         )
+    except services.CaptureConflict as exc:
+        return _conflict(exc)
     except DjangoValidationError as exc:
         detail = exc.message_dict if hasattr(exc, "message_dict") else exc.messages
         raise ValidationError(detail) from None
-    return Response({"id": capture.pk, "status": capture.status}, status=status.HTTP_201_CREATED)
+    capture.refresh_from_db(fields=["status", "error", "error_cause"])
+    body = {"id": capture.pk, "status": capture.status}
+    if capture.error_cause == QUEUE_UNAVAILABLE:
+        return Response({"detail": capture.error, **body}, status=503)
+    if capture.error:
+        body.update(error=capture.error, error_cause=capture.error_cause)
+    return Response(body, status=status.HTTP_201_CREATED)
+
+
+QUEUE_UNAVAILABLE = "queue_unavailable"
+
+
+def _conflict(exc: "services.CaptureConflict") -> Response:
+    body = {"detail": exc.messages[0], "busy": exc.busy.pk, "busy_status": exc.busy.status}
+    return Response(body, status=status.HTTP_409_CONFLICT)
 
 
 @api(["GET"])
 def capture_detail(request, pk: int):
     capture = get_object_or_404(Capture.objects.select_related("host"), pk=pk)
-    return Response(capture_json(capture, threads=_threads_param(request)))
+    data = capture_json(capture, threads=_threads_param(request))
+    if redact.hides_server_details(capture, request.user):
+        data["stats"] = redact.stats(data["stats"])
+    return Response(data)
 
 
 @api(["GET"])
 def capture_flamegraph(request, pk: int):
     capture = get_object_or_404(Capture, pk=pk)
-    try:
-        max_nodes = max(10, min(int(request.query_params.get("max_nodes", 8192)), 50000))
-    except ValueError:
-        raise ValidationError({"max_nodes": "must be an integer"}) from None
+    wanted = query_int(request.query_params, "max_nodes")
+    max_nodes = max(10, min(8192 if wanted is None else wanted, 50000))
     tree = selectors.capture_flamegraph(
         capture=capture, max_nodes=max_nodes, threads=_threads_param(request)
     )
     if tree is None:
         return Response({"detail": "This capture has no flamegraph."}, status=404)
+    if redact.hides_server_details(capture, request.user):
+        tree = redact.tree(tree)
     return Response(tree)
 
 
@@ -157,16 +182,16 @@ def capture_cancel(request, pk: int):
     return Response({"id": capture.pk, "status": capture.status, "cancel_requested": True})
 
 
-@api(["POST"], permissions=(IsAuthenticated,))
+@api(["POST"])
 def capture_import(request):
     upload = request.FILES.get("file")
     if upload is None:
         raise ValidationError({"file": "attach a py-spy raw or speedscope file as `file`"})
     run = None
     if request.data.get("run"):
-        run = get_object_or_404(Run, pk=request.data["run"])
+        run = get_object_or_404(Run, pk=parse_id(request.data["run"], name="run"))
     capture = services.capture_import(
-        user=request.user, file=upload, log=request.FILES.get("log"), run=run
+        user=request.user, file=upload, log=request.FILES.get("log"), run=run, enqueue=True
     )
     body = {"id": capture.pk, "status": capture.status, "error": capture.error}
     return Response(body, status=status.HTTP_201_CREATED)
@@ -198,8 +223,13 @@ def run_capture_all(request, pk: int):
     serializer.is_valid(raise_exception=True)
     try:
         group = jobs.capture_group_create(user=request.user, run=run, **serializer.validated_data)
+    except services.CaptureConflict as exc:
+        return _conflict(exc)
     except DjangoValidationError as exc:
         raise ValidationError({"run": exc.messages}) from None
+    unsent = group.captures.filter(error_cause=QUEUE_UNAVAILABLE).first()
+    if unsent is not None:
+        return Response({"detail": unsent.error, **group_json(group)}, status=503)
     return Response(group_json(group), status=status.HTTP_201_CREATED)
 
 
@@ -211,6 +241,37 @@ def group_detail(request, pk: int):
 @api(["GET"])
 def group_flamegraph(request, pk: int):
     group = get_object_or_404(CaptureGroup, pk=pk)
-    only = {int(v) for v in request.query_params.getlist("capture") if v.isdigit()} or None
+    only = query_ids(request.query_params, "capture") or None
     captures = selectors.group_captures(group=group)
-    return Response(selectors.group_flamegraph(captures=captures, only=only))
+    tree = selectors.group_flamegraph(captures=captures, only=only)
+    if any(redact.hides_server_details(c, request.user) for c in captures):
+        tree = redact.tree(tree)
+    return Response(tree)
+
+
+@api(["GET"])
+def capture_sandwich(request, pk: int):
+    """`?frame=NAME[&thread=…&max_nodes=]`: callers and callees of one frame."""
+    capture = get_object_or_404(Capture, pk=pk)
+    frame = request.query_params.get("frame", "")
+    if not frame.strip():
+        raise ValidationError({"frame": "give the frame's full name as ?frame="})
+    try:
+        max_nodes = parse_int(
+            request.query_params.get("max_nodes", "2000"),
+            name="max_nodes",
+            minimum=10,
+            maximum=20000,
+        )
+    except DjangoValidationError as exc:
+        raise ValidationError(exc.message_dict) from None
+    result = selectors.capture_sandwich(
+        capture=capture,
+        frame=frame,
+        threads=_threads_param(request),
+        max_nodes=max_nodes,
+        hide_commands=redact.hides_server_details(capture, request.user),
+    )
+    if result is None:
+        return Response({"detail": "This capture has no flamegraph."}, status=404)
+    return Response(result)

@@ -10,13 +10,16 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Any, TypedDict
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.views.decorators.http import require_GET
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
+from config.params import parse_id, query_int
 from profiles.pyspy import GPU_KEYWORDS, select_threads
 from profiles.pyspy import compare as engine
 from runs.api import api
@@ -26,10 +29,20 @@ from . import pipeline, selectors
 from .models import Capture, Keyword
 
 DIFF_MAX_NODES = 3000
+FRAME_ROWS_SHOWN = 15
 TREND_CAPTURES = 500
 TREND_RUNS_DEFAULT = 20
 TREND_RUNS_MAX = 200
-_TREND_FIELDS = ("id", "queued_at", "finished_at", "scheduled", "stats", "run_id", "pid")
+_TREND_FIELDS = (
+    "id",
+    "queued_at",
+    "finished_at",
+    "scheduled",
+    "stats",
+    "run_id",
+    "pid",
+    "group_id",
+)
 
 
 class Incomparable(Exception):
@@ -68,10 +81,13 @@ class TrendSeries(TypedDict):
 
 
 def _pair_ids(params: Any) -> tuple[int, int]:
+    """`?a=&b=`, or two `?pick=` (the captures list's checkboxes)."""
+    picked = [p for p in params.getlist("pick") if p.strip()] if hasattr(params, "getlist") else []
+    raw = picked if len(picked) == 2 else [params.get("a", ""), params.get("b", "")]
     try:
-        return int(params.get("a", "")), int(params.get("b", ""))
-    except ValueError as exc:
-        raise ValueError("give two capture ids as ?a=<id>&b=<id>") from exc
+        return parse_id(raw[0], name="a"), parse_id(raw[1], name="b")
+    except DjangoValidationError as exc:
+        raise ValueError("Give two capture ids, as ?a=<id>&b=<id>.") from exc
 
 
 def _threads(params: Any) -> list[str]:
@@ -86,8 +102,9 @@ def _pair(a_id: int, b_id: int) -> tuple[Capture, Capture]:
             pk__in=[a_id, b_id]
         )
     }
-    if a_id not in found or b_id not in found:
-        raise Http404("No such capture.")
+    missing = [f"#{i}" for i in dict.fromkeys((a_id, b_id)) if i not in found]
+    if missing:
+        raise Http404(f"No capture {' or '.join(missing)}.")
     pair = sorted({found[a_id], found[b_id]}, key=lambda c: (c.queued_at, c.pk))
     return (pair[0], pair[-1])
 
@@ -137,17 +154,24 @@ def _thread_names(*captures: Capture) -> list[str]:
 # --- compare page, API and differential flamegraph ------------------------------------
 
 
+@require_GET
 def compare(request: HttpRequest) -> HttpResponse:
     """`/compare/?a=&b=`: shares with intervals and verdicts, and the differential tree."""
-    context: dict[str, Any] = {"recent": _recent_done()}
-    if "a" in request.GET or "b" in request.GET:
+    context: dict[str, Any] = {"recent": _recent_done(), "frame_rows_shown": FRAME_ROWS_SHOWN}
+    status = 200
+    if any(k in request.GET for k in ("a", "b", "pick")):
         try:
             before, after = _pair(*_pair_ids(request.GET))
             threads = _threads(request.GET)
             context.update(_compare_context(before, after, threads))
-        except (ValueError, Incomparable) as exc:
+        except Http404 as exc:
+            # A full page with the navigation and the form, not the bare 404.
+            context["problem"], status = f"{exc} Pick two captures below.", 404
+        except ValueError as exc:
+            context["problem"], status = str(exc), 400
+        except Incomparable as exc:
             context["problem"] = str(exc)
-    return render(request, "profiles/compare.html", context)
+    return render(request, "profiles/compare.html", context, status=status)
 
 
 def _recent_done() -> QuerySet[Capture]:
@@ -223,6 +247,7 @@ def compare_api(request) -> Response:
         raise ValidationError({"detail": str(exc)}) from exc
 
 
+@require_GET
 def diff_flamegraph(request: HttpRequest) -> JsonResponse:
     """`/compare/diff.json?a=&b=&view=after|before`: one tree coloured by change.
 
@@ -233,6 +258,8 @@ def diff_flamegraph(request: HttpRequest) -> JsonResponse:
         before, after = _pair(*_pair_ids(request.GET))
     except ValueError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
+    except Http404 as exc:
+        return JsonResponse({"detail": str(exc)}, status=404)
     threads = _threads(request.GET) or None
     view = "before" if request.GET.get("view") == "before" else "after"
     shown, other = (after, before) if view == "after" else (before, after)
@@ -255,11 +282,8 @@ def _full_tree(capture: Capture, threads: list[str] | None) -> dict[str, Any] | 
 
 
 def _max_nodes(request: HttpRequest) -> int:
-    try:
-        wanted = int(request.GET.get("max_nodes", DIFF_MAX_NODES))
-    except ValueError:
-        wanted = DIFF_MAX_NODES
-    return min(max(wanted, 100), 8192)
+    wanted = query_int(request.GET, "max_nodes")
+    return min(max(DIFF_MAX_NODES if wanted is None else wanted, 100), 8192)
 
 
 # --- trends ---------------------------------------------------------------------------
@@ -279,11 +303,39 @@ def _point(capture: Capture, share: engine.ShareSide, label: str) -> TrendPoint:
     }
 
 
+def _units(captures: list[Capture]) -> list[list[Capture]]:
+    """Captures as plotted: the ranks of one whole-job capture (CaptureGroup) are one
+    unit (they ran at the same time; joining them would draw a fake time series)."""
+    units: dict[object, list[Capture]] = {}
+    for capture in captures:
+        units.setdefault(("g", capture.group_id) if capture.group_id else capture.pk, []).append(
+            capture
+        )
+    return list(units.values())
+
+
+def _unit_point(unit: list[Capture], kind: str, name: str, label: str) -> TrendPoint | None:
+    shares = [(c, s) for c in unit if (s := engine.share_of(c.stats, kind, name)) is not None]
+    if not shares:
+        return None
+    first, share = shares[0]
+    if len(unit) == 1:
+        return _point(first, share, label)
+    # One point per whole-job capture: the ranks' mean, the band their range.
+    values = [s["percent"] for _, s in shares]
+    point = _point(first, share, f"job capture #{first.group_id} ({len(values)} ranks)")
+    point.update(percent=round(fmean(values), 2), low=min(values), high=max(values))
+    point["url"] = reverse("profiles:group_detail", args=[first.group_id])
+    point["at"] = min(c.finished_at or c.queued_at for c in unit).isoformat()
+    return point
+
+
 def _done_with_samples(captures: QuerySet[Capture]) -> list[Capture]:
     rows = captures.filter(status=Capture.Status.DONE).exclude(kind=Capture.Kind.DUMP)
     return [c for c in rows.only(*_TREND_FIELDS) if (c.stats or {}).get("total_samples")]
 
 
+@require_GET
 def run_trends(request: HttpRequest, pk: int) -> JsonResponse:
     """Category shares over a run's captures (x = capture time), one series per category."""
     run = get_object_or_404(Run, pk=pk)
@@ -291,41 +343,54 @@ def run_trends(request: HttpRequest, pk: int) -> JsonResponse:
     captures = captures[:TREND_CAPTURES][::-1]
     names = list(dict.fromkeys(r["category"] for c in captures for r in c.stats["categories"]))
     series: list[TrendSeries] = []
+    units = _units(captures)
     for name in names:
         points = [
-            _point(c, share, f"#{c.pk} pid {c.pid}" if c.pid else f"#{c.pk}")
-            for c in captures
-            if (share := engine.share_of(c.stats, "category", name)) is not None
+            point
+            for unit in units
+            if (point := _unit_point(unit, "category", name, _capture_label(unit[0]))) is not None
         ]
         series.append({"name": name, "points": points})
     return JsonResponse({"run": {"id": run.pk, "name": run.name}, "series": series})
 
 
-def trends(request: HttpRequest) -> HttpResponse:
-    """`/trends/`: one keyword's or category's share over the last N runs."""
-    options = _trend_options(request)
+def _capture_label(capture: Capture) -> str:
+    return f"#{capture.pk} pid {capture.pid}" if capture.pid else f"#{capture.pk}"
+
+
+def _trend_names() -> dict[str, list[str]]:
     keywords = Keyword.objects.values_list("keyword", "category")
-    names = {
+    return {
         "category": sorted({c for _, c in keywords} | {k.category for k in GPU_KEYWORDS}),
         "keyword": sorted({k for k, _ in keywords} | {k.keyword for k in GPU_KEYWORDS}),
     }
+
+
+@require_GET
+def trends(request: HttpRequest) -> HttpResponse:
+    """`/trends/`: one keyword's or category's share over the last N runs."""
+    options = _trend_options(request)
+    names = _trend_names()
     page = {**options, "dataUrl": reverse("compare:trends_data")}
-    return render(
-        request, "profiles/trends.html", {"options": options, "names": names, "page": page}
-    )
+    context = {
+        "options": options,
+        "names": names,
+        "page": page,
+        "unknown": options["name"] not in names[options["kind"]],
+    }
+    return render(request, "profiles/trends.html", context)
 
 
 def _trend_options(request: HttpRequest) -> dict[str, Any]:
     kind = "keyword" if request.GET.get("kind") == "keyword" else "category"
     mode = "mean" if request.GET.get("mode") == "mean" else "latest"
-    try:
-        runs = int(request.GET.get("runs", TREND_RUNS_DEFAULT))
-    except ValueError:
-        runs = TREND_RUNS_DEFAULT
+    runs = query_int(request.GET, "runs")
+    runs = TREND_RUNS_DEFAULT if runs is None else runs
     name = request.GET.get("name") or ("sync" if kind == "category" else "cuStreamSynchronize")
     return {"kind": kind, "name": name, "mode": mode, "runs": min(max(runs, 1), TREND_RUNS_MAX)}
 
 
+@require_GET
 def trends_data(request: HttpRequest) -> JsonResponse:
     """The cross-run series: per run, its latest done capture's share, or the mean."""
     options = _trend_options(request)
@@ -340,20 +405,27 @@ def trends_data(request: HttpRequest) -> JsonResponse:
         if (point := _run_point(run, by_run.get(run.pk, []), options)) is not None
     ]
     series: list[TrendSeries] = [{"name": options["name"], "points": points}]
-    return JsonResponse({**options, "series": series})
+    unknown = options["name"] not in _trend_names()[options["kind"]]
+    return JsonResponse({**options, "unknown": unknown, "series": series})
 
 
 def _run_point(run: Run, captures: list[Capture], options: dict[str, Any]) -> TrendPoint | None:
-    shares = [(c, engine.share_of(c.stats, options["kind"], options["name"])) for c in captures]
-    shares = [(c, s) for c, s in shares if s is not None]
-    if not shares:
+    """The run's latest unit (a capture, or every rank of a whole-job capture as one),
+    or in "mean" mode the mean over its units: a 64-rank job weighs as one capture."""
+    kind, name = options["kind"], options["name"]
+    units = _units(captures)  # newest first, as `captures` comes
+    points = [p for u in units if (p := _unit_point(u, kind, name, run.name)) is not None]
+    if not points:
         return None
-    latest, share = shares[0]
-    point = _point(latest, share, run.name)
+    if options["mode"] == "latest":
+        points = points[:1]
+    point = points[0]
+    if point["label"] != run.name:  # a whole-job capture: say which one
+        point["label"] = f"{run.name} · {point['label']}"
     point["at"] = (run.started_at or run.created_at).isoformat()
-    if options["mode"] == "mean" and len(shares) > 1:
-        # The mean of per-capture shares; the band is their range, not an interval.
-        values = [s["percent"] for _, s in shares]
+    if len(points) > 1:
+        # The mean of per-unit shares; the band is their range, not an interval.
+        values = [p["percent"] for p in points]
         point.update(percent=round(fmean(values), 2), low=min(values), high=max(values))
-        point["label"] = f"{run.name} (mean of {len(values)})"
+        point["label"] = f"{run.name} (mean of {len(values)} captures)"
     return point

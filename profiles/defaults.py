@@ -4,24 +4,38 @@ local host. Ensured after every migrate (and test database flush)."""
 from django.contrib.auth.models import Group, Permission
 
 from profiles import pyspy
-from runs.permissions import OPERATORS_GROUP
+from runs.permissions import HOST_ADMINS_GROUP, OPERATORS_GROUP
 from runs.services import local_host_ensure
 
 from .models import Keyword, KeywordSet
 
 OPERATOR_PERMISSIONS = [
     ("profiles", "launch_capture"),
-    ("runs", "add_host"),
-    ("runs", "change_host"),
+    ("runs", "change_host"),  # the notes only: runs.services.host_save checks the rest
     ("runs", "add_run"),
     ("runs", "change_run"),
+]
+HOST_ADMIN_PERMISSIONS = [
+    ("runs", "administer_hosts"),
+    ("runs", "add_host"),
+    ("runs", "change_host"),
+    ("runs", "delete_host"),
+    ("runs", "view_hostchange"),
 ]
 DEFAULT_KEYWORD_SET = "GPU training"
 
 
 def operators_group_ensure() -> Group:
-    group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
-    for app_label, codename in OPERATOR_PERMISSIONS:
+    return _group_ensure(OPERATORS_GROUP, OPERATOR_PERMISSIONS)
+
+
+def host_admins_group_ensure() -> Group:
+    return _group_ensure(HOST_ADMINS_GROUP, HOST_ADMIN_PERMISSIONS)
+
+
+def _group_ensure(name: str, permissions: list[tuple[str, str]]) -> Group:
+    group, _ = Group.objects.get_or_create(name=name)
+    for app_label, codename in permissions:
         perm = Permission.objects.filter(
             content_type__app_label=app_label, codename=codename
         ).first()
@@ -49,5 +63,6 @@ def default_keyword_set_ensure() -> KeywordSet:
 
 def defaults_ensure(**kwargs: object) -> None:
     operators_group_ensure()
+    host_admins_group_ensure()
     default_keyword_set_ensure()
     local_host_ensure()

@@ -3,6 +3,7 @@
 from django import forms
 from django.core.exceptions import ValidationError
 
+from config.form_fields import StrictModelChoiceField
 from runs.models import Run
 
 from .models import KeywordSet
@@ -18,13 +19,13 @@ class CaptureTagsForm(forms.Form):
 
 
 class ReanalyzeForm(forms.Form):
-    keyword_set = forms.ModelChoiceField(queryset=KeywordSet.objects.all(), empty_label=None)
+    keyword_set = StrictModelChoiceField(queryset=KeywordSet.objects.all(), empty_label=None)
 
 
 class ImportForm(forms.Form):
     file = forms.FileField(help_text="py-spy raw (collapsed) or speedscope JSON")
     log = forms.FileField(required=False, help_text="py-spy's stdout, for the sampling-lag check")
-    run = forms.ModelChoiceField(queryset=Run.objects.all(), required=False)
+    run = StrictModelChoiceField(queryset=Run.objects.all(), required=False)
 
 
 class KeywordSetForm(forms.ModelForm):

@@ -1,36 +1,36 @@
-"""The group page: every process of a whole-job capture side by side."""
+"""The group page: every process of a whole-job capture side by side, live until
+every process ends, and its JSON (`GET /api/groups/<id>/live/`)."""
 
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+from rest_framework.response import Response
 
+from runs.api import api
 from runs.permissions import can_launch
 
-from . import jobs, selectors
+from . import group_selectors
 from .models import CaptureGroup
 
 
 def _get_group_for_user(user, pk: int) -> CaptureGroup:
     # Every logged-in user may view every group (viewing is not restricted).
-    return get_object_or_404(CaptureGroup.objects.select_related("run"), pk=pk)
+    return get_object_or_404(CaptureGroup.objects.select_related("run", "requested_by"), pk=pk)
 
 
+@require_GET
 def group_detail(request, pk: int):
     group = _get_group_for_user(request.user, pk)
-    captures = selectors.group_captures(group=group)
-    rows = selectors.group_rows(captures=captures)
-    categories = sorted(
-        {c["category"] for cap in captures for c in (cap.stats or {}).get("categories", [])}
-    )
+    page = group_selectors.group_page(group)
     context = {
         "group": group,
-        "rows": rows,
-        "categories": categories,
-        "summary": jobs.group_summary(group),
+        "page": page,
         "can_launch": can_launch(request.user),
-        "page_data": {
-            "group": group.pk,
-            "processes": [
-                {"id": c.pk, "label": c.target_label, "gpu": c.gpu_samples} for c in captures
-            ],
-        },
+        "page_data": {**page, "liveUrl": f"/api/groups/{group.pk}/live/"},
     }
     return render(request, "profiles/group_detail.html", context)
+
+
+@api(["GET"])
+def group_live(request, pk: int):
+    """The group page's numbers; the page polls it until every process has ended."""
+    return Response(group_selectors.group_page(_get_group_for_user(request.user, pk)))

@@ -12,7 +12,10 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from runs.models import Run
+from runs.selectors import capturable_processes
 
+from .capture_files import capture_delete_files
+from .enqueue import group_enqueue_on_commit
 from .models import Capture, CaptureGroup
 from .services import capture_create
 
@@ -23,11 +26,26 @@ log = logging.getLogger(__name__)
 def capture_group_create(
     *, user: AbstractBaseUser | None, run: Run, scheduled: bool = False, **py_spy_settings: Any
 ) -> CaptureGroup:
-    """One capture per process of the run, same settings, queued together."""
-    processes = list(run.processes.select_related("host"))
+    """One capture per process of the run, same settings, sampled in one window.
+
+    One task per host starts all of that host's py-spy in one session; the hosts
+    wait for each other (up to FLAMEDECK_GROUP_START_WAIT_S) and start together.
+    Processes known to have exited are skipped.
+    """
+    processes, exited = capturable_processes(run=run)
+    if not processes and exited:
+        raise ValidationError("Every process of this run has exited; attach the new ones.")
     if not processes:
         raise ValidationError("This run has no processes to capture; attach some first.")
-    group = CaptureGroup.objects.create(run=run, requested_by=user, scheduled=scheduled)
+    hosts_total = len({p.host_id for p in processes})
+    _refuse_beyond_capture_threads(hosts_total)
+    group = CaptureGroup.objects.create(
+        run=run,
+        requested_by=user,
+        scheduled=scheduled,
+        hosts_total=hosts_total,
+        start_by=timezone.now() + timezone.timedelta(seconds=settings.FLAMEDECK_GROUP_START_WAIT_S),
+    )
     for process in processes:
         capture_create(
             user=user,
@@ -36,13 +54,30 @@ def capture_group_create(
             process=process,
             group=group,
             scheduled=scheduled,
+            enqueue=False,
             **py_spy_settings,
         )
+    group_enqueue_on_commit(group=group)
     return group
 
 
+def _refuse_beyond_capture_threads(hosts: int) -> None:
+    """Each host of a group holds one capture thread for the whole window; hosts past
+    a worker's threads would queue past the common start and sample another window."""
+    threads = settings.FLAMEDECK_CAPTURE_CONCURRENCY
+    if hosts > threads:
+        raise ValidationError(
+            f"This run's processes are on {hosts} hosts, but a capture worker runs "
+            f"{threads} host sessions at once (FLAMEDECK_CAPTURE_CONCURRENCY): the "
+            "hosts past that would start late, in another window. Raise "
+            "FLAMEDECK_CAPTURE_CONCURRENCY for the web server and the capture workers "
+            "(and restart them), or capture fewer processes."
+        )
+
+
 def group_summary(group: CaptureGroup) -> dict[str, Any]:
-    """Status across the group (done, partial, failed, running) and the start skew."""
+    """Status across the group (done, partial, failed, running) and the start skew:
+    the spread of the moments each py-spy announced it was sampling."""
     captures = list(group.captures.all())
     statuses = {c.status for c in captures}
     if statuses & {Capture.Status.QUEUED, Capture.Status.RUNNING, Capture.Status.PARSING}:
@@ -53,7 +88,7 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
         status = "partial"
     else:
         status = "failed"
-    starts = [c.started_at for c in captures if c.started_at]
+    starts = [c.sampling_started_at for c in captures if c.sampling_started_at]
     skew = (max(starts) - min(starts)).total_seconds() if len(starts) > 1 else 0.0
     return {"status": status, "start_skew_s": round(skew, 3), "captures": len(captures)}
 
@@ -75,15 +110,20 @@ def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
         )
         if not claimed or not run.processes.exists():
             continue
-        groups.append(
-            capture_group_create(
+        try:
+            group = capture_group_create(
                 user=None,
                 run=run,
                 scheduled=True,
                 duration=settings.FLAMEDECK_SCHEDULE_DURATION_S,
                 rate=settings.FLAMEDECK_SCHEDULE_RATE,
             )
-        )
+        except ValidationError as exc:
+            # py-spy is already on one of its processes (CaptureConflict), or every
+            # process has exited: skip this run's tick, not the other runs'.
+            log.info("scheduled capture of run %s skipped: %s", run.pk, exc.messages[0])
+            continue
+        groups.append(group)
         scheduled_captures_trim(run=run)
     return groups
 
@@ -97,17 +137,6 @@ def scheduled_captures_trim(*, run: Run) -> int:
         capture_delete_files(capture=capture)
         capture.delete()
     return len(doomed)
-
-
-def capture_delete_files(*, capture: Capture) -> None:
-    for field in (
-        capture.raw_file,
-        capture.log_file,
-        capture.flamegraph_file,
-        capture.threads_file,
-    ):
-        if field:
-            field.delete(save=False)
 
 
 def raw_prune(*, budget_bytes: int, dry_run: bool = False) -> dict[str, int]:
@@ -125,8 +154,13 @@ def raw_prune(*, budget_bytes: int, dry_run: bool = False) -> dict[str, int]:
         freed += capture.raw_size
         pruned += 1
         if not dry_run:
-            capture.raw_file.delete(save=False)
-            Capture.objects.filter(pk=capture.pk).update(raw_pruned_at=timezone.now(), raw_file="")
+            # The export is the same samples in another format: it goes with them.
+            for field in (capture.raw_file, capture.export_file):
+                if field:
+                    field.delete(save=False)
+            Capture.objects.filter(pk=capture.pk).update(
+                raw_pruned_at=timezone.now(), raw_file="", export_file=""
+            )
     return {
         "total_bytes": total,
         "freed_bytes": freed,

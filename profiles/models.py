@@ -4,7 +4,10 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from config.params import pid_validators
 from runs.models import Host, Run, RunProcess, Tag
+
+from .artifacts import artifact_storage
 
 
 class KeywordSet(models.Model):
@@ -47,6 +50,12 @@ class CaptureGroup(models.Model):
     )
     scheduled = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The start barrier: each host's task counts itself in `hosts_settled` once its
+    # session is ready (or has failed); all start sampling when every host has, or at
+    # `start_by` at the latest.
+    hosts_total = models.PositiveIntegerField(default=0)
+    hosts_settled = models.PositiveIntegerField(default=0)
+    start_by = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -65,7 +74,7 @@ def _capture_path(instance: "Capture", filename: str) -> str:
 class Capture(models.Model):
     """One py-spy run against one process, and everything it produced.
 
-    Status transitions (anything else is refused by `services.capture_transition`):
+    Status transitions (anything else is refused by `states.capture_transition`):
         queued   → running | failed | cancelled | parsing (imports)
         running  → parsing | failed | cancelled
                  → queued      (a transient failure, e.g. host unreachable, to retry)
@@ -112,7 +121,7 @@ class Capture(models.Model):
     host = models.ForeignKey(
         Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="captures"
     )
-    pid = models.PositiveIntegerField(null=True, blank=True)
+    pid = models.PositiveIntegerField(null=True, blank=True, validators=pid_validators())
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.RECORD)
     # py-spy settings
     duration = models.PositiveIntegerField(default=30, help_text="Seconds of sampling.")
@@ -123,6 +132,9 @@ class Capture(models.Model):
     gil = models.BooleanField(default=False)
     nonblocking = models.BooleanField(default=False)
     subprocesses = models.BooleanField(default=False)
+    dump_locals = models.BooleanField(
+        default=False, help_text="dump: --locals (each frame's variables)."
+    )
     scheduled = models.BooleanField(default=False)
     # state
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
@@ -131,6 +143,8 @@ class Capture(models.Model):
     )
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # When py-spy announced that it samples (the start of the capture's window).
+    sampling_started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
@@ -138,16 +152,40 @@ class Capture(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     error_cause = models.CharField(max_length=40, blank=True)
+    # The command's own words (ssh's or py-spy's stderr tail) under the friendly `error`.
+    error_detail = models.TextField(blank=True)
+    # Claims so far (1 on the first try); a transient failure retries until the limit.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # Each failed attempt that was retried or ended it: [{attempt, cause, message, at}],
+    # so a capture keeps what happened on every try after the live "retrying" line is gone.
+    attempt_log = models.JSONField(default=list, blank=True)
+    # When the last task message was sent (plus its countdown) and how often the reaper
+    # re-sent it: a queued capture whose message never arrived is re-sent or failed.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    resends = models.PositiveSmallIntegerField(default=0)
     note = models.TextField(blank=True, help_text="Non-fatal remarks, e.g. the process exited.")
     # data (raw and log are stored gzip-compressed)
-    raw_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
+    raw_file = models.FileField(
+        upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
+    )
     raw_format = models.CharField(max_length=20, blank=True)
     raw_size = models.PositiveBigIntegerField(default=0)
     raw_pruned_at = models.DateTimeField(null=True, blank=True)
-    log_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
-    flamegraph_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
+    log_file = models.FileField(
+        upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
+    )
+    flamegraph_file = models.FileField(
+        upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
+    )
     # per-thread counts (profiles.pyspy.threads), so a thread filter never re-reads raw
-    threads_file = models.FileField(upload_to=_capture_path, blank=True, max_length=300)
+    threads_file = models.FileField(
+        upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
+    )
+    # the samples in the other download format (speedscope for raw, folded for
+    # speedscope), written once by the analysis so downloads never re-parse
+    export_file = models.FileField(
+        upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
+    )
     stats = models.JSONField(null=True, blank=True)
     gpu_samples = models.JSONField(null=True, blank=True)
     keyword_set = models.ForeignKey(
@@ -164,7 +202,12 @@ class Capture(models.Model):
             models.Index(fields=["host", "pid", "-queued_at"]),
             models.Index(fields=["status", "heartbeat_at"]),
         ]
-        permissions = [("launch_capture", "Can launch captures and edit hosts")]
+        permissions = [
+            (
+                "launch_capture",
+                "Launch captures, edit runs and their processes, edit host notes (operators)",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"Capture #{self.pk}"
@@ -182,6 +225,11 @@ class Capture(models.Model):
             return self.original_name or "imported"
         role = f" {self.process.role}" if self.process_id and self.process.role else ""
         return f"{self.host.name}:{self.pid}{role}"
+
+    @property
+    def samples_downloadable(self) -> bool:
+        """Raw samples that parsed (a failed parse offers no sample downloads)."""
+        return bool(self.raw_file) and not self.raw_pruned_at and self.stats is not None
 
     @property
     def lag_verdict(self) -> str | None:
@@ -210,3 +258,15 @@ class Comment(models.Model):
 
     def __str__(self) -> str:
         return f"Comment by {self.author} on #{self.capture_id}"
+
+
+class Artifact(models.Model):
+    """A stored file of `profiles.dbstorage.DatabaseStorage` (FLAMEDECK_ARTIFACTS=database)."""
+
+    name = models.CharField(max_length=300, unique=True)
+    content = models.BinaryField()
+    size = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name

@@ -7,25 +7,43 @@ Raw output and log are stored before parsing, so a parse failure loses nothing.
 import gzip
 import json
 import logging
+import re
 import socket
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from profiles import pyspy
 from runs import gpu, remote
 from runs.services import host_target
 
+from .capture_files import (
+    capture_store_outputs,
+    export_bytes,
+    gz,
+    local_copy,
+    replace_file,
+    store_export,
+)
+
+# Re-exported: pages and tests read stored files as `pipeline.read_*`.
+from .capture_files import read_flamegraph as read_flamegraph
+from .capture_files import read_log as read_log
+from .capture_files import read_thread_tables as read_thread_tables
 from .models import Capture, KeywordSet
-from .services import Status, capture_claim, capture_mark_failed, capture_transition
+from .states import (
+    Status,
+    capture_claim,
+    capture_claimed_before,
+    capture_mark_failed,
+    capture_transition,
+)
 
 log = logging.getLogger(__name__)
 HEARTBEAT_EVERY_S = 1.0
+SAMPLING_LINE = "py-spy> Sampling process"  # py-spy's first line: it samples from now
 
 
 def worker_name() -> str:
@@ -38,58 +56,6 @@ def keywords_for(keyword_set: KeywordSet | None) -> tuple[pyspy.Keyword, ...]:
     return tuple(pyspy.Keyword(k.keyword, k.category) for k in keyword_set.keywords.all())
 
 
-def _gz(data: bytes) -> ContentFile:
-    return ContentFile(gzip.compress(data, compresslevel=6))
-
-
-def capture_store_outputs(*, capture: Capture, raw: bytes | None, log: str | None) -> None:
-    """Keep py-spy's raw output and its full log (gzip) before anything parses them."""
-    fields = []
-    if raw is not None:
-        fmt = "speedscope" if raw.lstrip()[:1] == b"{" else "raw"
-        name = {"speedscope": "samples.speedscope.json.gz"}.get(fmt, "samples.txt.gz")
-        if capture.kind == Capture.Kind.DUMP:
-            fmt, name = "dump", "dump.txt.gz"
-        _replace(capture.raw_file, name, _gz(raw))
-        capture.raw_format, capture.raw_size = fmt, len(raw)
-        fields += ["raw_file", "raw_format", "raw_size"]
-    if log is not None:
-        _replace(capture.log_file, "py-spy.log.gz", _gz(log.encode()))
-        fields.append("log_file")
-    if fields:
-        capture.save(update_fields=fields)
-
-
-def _replace(field: Any, name: str, content: ContentFile) -> None:
-    """Store `content` in `field`, deleting what it held (a retry or re-analysis
-    replaces its files instead of leaving orphans beside them)."""
-    if field:
-        field.delete(save=False)
-    field.save(name, content, save=False)
-
-
-def read_log(capture: Capture) -> str | None:
-    if not capture.log_file:
-        return None
-    with capture.log_file.open("rb") as fh:
-        return gzip.decompress(fh.read()).decode("utf-8", "replace")
-
-
-def read_flamegraph(capture: Capture) -> dict[str, Any] | None:
-    return _read_json(capture.flamegraph_file)
-
-
-def read_thread_tables(capture: Capture) -> dict[str, Any] | None:
-    return _read_json(capture.threads_file)
-
-
-def _read_json(field: Any) -> dict[str, Any] | None:
-    if not field:
-        return None
-    with field.open("rb") as fh:
-        return json.loads(gzip.decompress(fh.read()))
-
-
 def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
     """Parse the stored raw file with the engine; store stats and the flamegraph tree.
 
@@ -98,31 +64,58 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
     """
     Capture.objects.filter(pk=capture.pk).update(heartbeat_at=timezone.now())
     try:
-        if capture.raw_format == "dump":
-            stats, tree, tables = _analyze_dump(capture), None, None
-        else:
-            stats, tree, tables = _analyze_samples(capture)
+        _analyze_and_store(capture)
     except pyspy.ProfileError as exc:
-        capture_mark_failed(
-            capture_id=capture.pk,
-            cause="parse",
-            message=f"Could not parse py-spy's output: {exc}. The raw file and log are kept.",
-        )
+        reason = f"Could not parse py-spy's output: {exc}."
+    except Exception as exc:  # whatever it is, the capture must not stay in "parsing"
+        log.exception("capture %s: analysis failed", capture.pk)
+        reason = _analysis_failure(exc)
+    else:
+        capture_transition(capture_id=capture.pk, to=final)
         return
+    message = f"{reason} The raw file and log are kept."
+    capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)
+
+
+def _analysis_failure(exc: Exception) -> str:
+    if isinstance(exc, OverflowError) or re.search(r"\b(nan|inf|infinity)\b", str(exc), re.I):
+        return (
+            "Could not parse py-spy's output: it holds a number that is not finite "
+            "(Infinity or NaN), which py-spy never writes."
+        )
+    return f"Could not analyse py-spy's output ({type(exc).__name__}: {str(exc)[:300]})."
+
+
+def _analyze_and_store(capture: Capture) -> None:
+    if capture.raw_format == "dump":
+        stats, tree, tables, export = _analyze_dump(capture), None, None, None
+    else:
+        stats, tree, tables, export = _analyze_samples(capture)
+    # JSON has no NaN or Infinity (PostgreSQL refuses them): a non-finite number from
+    # a crafted file is a parse failure here, not a database error later.
+    stats_json = json.dumps(stats, allow_nan=False)
     for field, name, data in (
         (capture.flamegraph_file, "flamegraph.json.gz", tree),
         (capture.threads_file, "threads.json.gz", tables),
     ):
         if data is not None:
-            _replace(field, name, _gz(json.dumps(data).encode()))
+            replace_file(field, name, gz(json.dumps(data, allow_nan=False).encode()))
         elif field:
             field.delete(save=False)
-    capture.stats = stats
-    capture.save(update_fields=["stats", "flamegraph_file", "threads_file"])
-    capture_transition(capture_id=capture.pk, to=final)
+    store_export(capture, export)
+    capture.stats = json.loads(stats_json)
+    lag = capture.stats.get("lag") or {}
+    if capture.kind == Capture.Kind.IMPORT and lag.get("requested_rate"):
+        # An import's settings are only known from its log; say what py-spy was asked.
+        capture.rate = lag["requested_rate"]
+        capture.duration = lag.get("requested_duration_s") or capture.duration
+    fields = ["stats", "flamegraph_file", "threads_file", "export_file", "rate", "duration"]
+    capture.save(update_fields=fields)
 
 
-def _analyze_samples(capture: Capture) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def _analyze_samples(
+    capture: Capture,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], bytes]:
     if not capture.raw_file:
         raise pyspy.ProfileError("py-spy wrote no samples")
     keywords = keywords_for(capture.keyword_set)
@@ -133,7 +126,8 @@ def _analyze_samples(capture: Capture) -> tuple[dict[str, Any], dict[str, Any], 
         profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
     tree = stats.pop("flamegraph")
-    return stats, tree, dict(pyspy.thread_tables(profile, keywords))
+    tables = dict(pyspy.thread_tables(profile, keywords))
+    return stats, tree, tables, export_bytes(profile, capture.raw_format)
 
 
 def _analyze_dump(capture: Capture) -> dict[str, Any]:
@@ -141,27 +135,6 @@ def _analyze_dump(capture: Capture) -> dict[str, Any]:
         text = gzip.decompress(fh.read()).decode("utf-8", "replace")
     threads = pyspy.parse_dump(text)
     return {"format": "dump", "dump_threads": threads, "total_samples": 0}
-
-
-class local_copy:
-    """A path to a stored file (storage may not be the local disk)."""
-
-    def __init__(self, field: Any) -> None:
-        self.field = field
-
-    def __enter__(self) -> str:
-        try:
-            return self.field.path
-        except NotImplementedError:
-            self.tmp = tempfile.NamedTemporaryFile(suffix=Path(self.field.name).name)
-            with self.field.open("rb") as fh:
-                self.tmp.write(fh.read())
-            self.tmp.flush()
-            return self.tmp.name
-
-    def __exit__(self, *exc: object) -> None:
-        if hasattr(self, "tmp"):
-            self.tmp.close()
 
 
 class _Progress:
@@ -174,9 +147,16 @@ class _Progress:
         self.behind_s = 0.0
         self.cancelled = False
         self.lines: list[str] = []
+        self.sampling_started_at: Any = None
+        self.span: dict[str, float] = {}  # when py-spy started and stopped sampling
 
     def on_line(self, line: str, elapsed_s: float | None = None) -> None:
         self.lines.append(line)
+        if self.sampling_started_at is None and line.startswith(SAMPLING_LINE):
+            self.sampling_started_at = timezone.now()
+        for key, text in (("start", "Sampling process"), ("stop", "Stopped sampling")):
+            if text in line and elapsed_s is not None:
+                self.span.setdefault(key, elapsed_s)
         if "behind in sampling" in line:
             lag = pyspy.analyze_lag("\n".join(self.lines))
             self.behind_s = lag["max_behind_s"] if lag else self.behind_s
@@ -208,26 +188,68 @@ class _Progress:
         return self.cancelled
 
 
-def capture_execute(*, capture_id: int) -> str:
-    """Claim, run and analyse one capture. Returns the final status (or "skipped")."""
+def capture_execute(*, capture_id: int, analyze: bool = True) -> str:
+    """Claim, run and analyse one capture. Returns the final status (or "skipped").
+
+    `analyze=False` stops once the samples are stored (status parsing): the task then
+    hands the parsing to the analysis queue (`capture_analyze_stored`).
+    """
     if not capture_claim(capture_id=capture_id, worker=worker_name()):
         log.info("capture %s already claimed or cancelled; skipping", capture_id)
         return "skipped"
     capture = Capture.objects.select_related("host").get(pk=capture_id)
-    if capture.host is None:
-        capture_mark_failed(capture_id=capture_id, cause="host", message="The host was deleted.")
+    refusal = capture_refusal(capture)
+    if refusal is not None:
+        capture_mark_failed(capture_id=capture_id, cause=refusal[0], message=refusal[1])
         return Status.FAILED
     try:
+        remote.check_target(host_target(capture.host))
         if capture.kind == Capture.Kind.DUMP:
-            return _execute_dump(capture)
-        return _execute_record(capture)
+            status = _execute_dump(capture)
+        else:
+            status = _execute_record(capture)
     except remote.RemoteError as exc:
         if exc.transient:
             # Back to queued so the retried task can claim it again.
-            capture_transition(capture_id=capture_id, to=Status.QUEUED, error=exc.message)
+            capture_transition(
+                capture_id=capture_id, to=Status.QUEUED, error=exc.message, error_detail=exc.detail
+            )
             raise
-        capture_mark_failed(capture_id=capture_id, cause=exc.cause, message=exc.message)
+        capture_mark_failed(
+            capture_id=capture_id, cause=exc.cause, message=exc.message, error_detail=exc.detail
+        )
         return Status.FAILED
+    if status == Status.PARSING and analyze:
+        return capture_analyze_stored(capture_id=capture_id)
+    return status
+
+
+def capture_analyze_stored(*, capture_id: int) -> str:
+    """Parse a capture whose samples are stored (status parsing); the analysis task.
+
+    A cancelled record keeps its samples and ends cancelled once they are parsed.
+    """
+    capture = Capture.objects.filter(pk=capture_id, status=Status.PARSING).first()
+    if capture is None:
+        log.info("capture %s is not waiting for analysis; skipping", capture_id)
+        return "skipped"
+    final = Status.CANCELLED if capture.cancel_requested else Status.DONE
+    capture_analyze(capture=capture, final=final)
+    return Capture.objects.get(pk=capture_id).status
+
+
+def capture_refusal(capture: Capture) -> tuple[str, str] | None:
+    """Why a claimed capture must not start py-spy: (cause, message), or None."""
+    if capture.host is None:
+        return "host", "The host was deleted."
+    other = capture_claimed_before(capture=capture)
+    if other is not None:
+        return "pid_busy", (
+            f"capture #{other.pk} ({other.kind}) was already running py-spy on "
+            f"{other.target_label}; py-spy cannot attach to one process twice: capture "
+            "again when it is done"
+        )
+    return None
 
 
 def _record_settings(capture: Capture) -> "remote.RecordSettings":
@@ -259,30 +281,62 @@ def _execute_record(capture: Capture) -> str:
         if progress.lines:
             capture_store_outputs(capture=capture, raw=None, log="\n".join(progress.lines))
         raise
+    if progress.sampling_started_at is not None:
+        Capture.objects.filter(pk=capture.pk).update(
+            sampling_started_at=progress.sampling_started_at
+        )
+    return capture_record_finish(capture=capture, result=result, span=progress.span)
+
+
+def capture_record_finish(
+    *, capture: Capture, result: "remote.RecordResult", span: dict[str, float] | None = None
+) -> str:
+    """Store a finished record's samples, log and GPU series, then move it to parsing
+    (or failed with the cause when py-spy wrote nothing). Returns the new status."""
     capture_store_outputs(capture=capture, raw=result.raw, log=result.log)
     if result.gpu_csv:
         capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)
         capture.save(update_fields=["gpu_samples"])
+    if result.raw is None and result.stopped_by == "cancel":
+        capture_transition(
+            capture_id=capture.pk,
+            to=Status.CANCELLED,
+            error="Cancelled before py-spy had written any samples.",
+        )
+        return Status.CANCELLED
     if result.raw is None:
         failure = remote.classify(result.exit_code, result.stderr, result.log)
         cause = failure.cause if failure else "no_output"
         message = failure.message if failure else _no_output_message(result)
-        capture_mark_failed(capture_id=capture.pk, cause=cause, message=message)
+        detail = failure.detail if failure else (result.stderr or "")[-2000:]
+        capture_mark_failed(
+            capture_id=capture.pk, cause=cause, message=message, error_detail=detail
+        )
         return Status.FAILED
-    note = _record_note(result)
-    if result.stopped_by == "cancel":
-        capture_transition(capture_id=capture.pk, to=Status.PARSING, note=note)
-        capture_analyze(capture=Capture.objects.get(pk=capture.pk), final=Status.CANCELLED)
+    # The analysis ends a record stopped by a cancel as cancelled (samples kept).
+    cancelled = {"cancel_requested": True} if result.stopped_by == "cancel" else {}
+    moved = capture_transition(
+        capture_id=capture.pk,
+        to=Status.PARSING,
+        note=_record_note(result, capture, span or {}),
+        **cancelled,
+    )
+    if not moved:
         return Capture.objects.get(pk=capture.pk).status
-    if not capture_transition(capture_id=capture.pk, to=Status.PARSING, note=note):
-        return Capture.objects.get(pk=capture.pk).status
-    capture_analyze(capture=Capture.objects.get(pk=capture.pk))
-    return Capture.objects.get(pk=capture.pk).status
+    return Status.PARSING
 
 
-def _record_note(result: Any) -> str:
+def _record_note(result: Any, capture: Capture, span: dict[str, float]) -> str:
     notes = []
     if getattr(result, "process_exited", False):
+        # The span py-spy sampled (a whole-job rank's own, not its host session's).
+        spanned = "start" in span and "stop" in span
+        covered = span["stop"] - span["start"] if spanned else result.elapsed_s
+        covered_s = round(min(covered, capture.duration), 1)
+        current = Capture.objects.values_list("progress", flat=True).get(pk=capture.pk)
+        Capture.objects.filter(pk=capture.pk).update(
+            progress={**(current or {}), "covered_s": covered_s}
+        )
         notes.append("The process exited during the capture; the samples taken before are kept.")
     if result.stopped_by == "cancel":
         notes.append("Cancelled by a user; the samples taken until then are kept.")
@@ -295,15 +349,19 @@ def _no_output_message(result: Any) -> str:
 
 
 def _execute_dump(capture: Capture) -> str:
-    result = remote.dump(host_target(capture.host), capture.pid, native=capture.native)
+    result = remote.dump(
+        host_target(capture.host), capture.pid, native=capture.native, locals=capture.dump_locals
+    )
     if not result.text.strip():
         failure = remote.classify(1, result.stderr, "")
         capture_store_outputs(capture=capture, raw=None, log=result.stderr)
         cause = failure.cause if failure else "no_output"
         message = failure.message if failure else f"py-spy dump printed nothing: {result.stderr}"
-        capture_mark_failed(capture_id=capture.pk, cause=cause, message=message)
+        capture_mark_failed(
+            capture_id=capture.pk, cause=cause, message=message, error_detail=result.stderr
+        )
         return Status.FAILED
     capture_store_outputs(capture=capture, raw=result.text.encode(), log=result.stderr)
-    capture_transition(capture_id=capture.pk, to=Status.PARSING)
-    capture_analyze(capture=Capture.objects.get(pk=capture.pk))
-    return Capture.objects.get(pk=capture.pk).status
+    if not capture_transition(capture_id=capture.pk, to=Status.PARSING):
+        return Capture.objects.get(pk=capture.pk).status
+    return Status.PARSING

@@ -11,7 +11,7 @@ from django.db.models.fields.json import KT, KeyTransform
 
 from profiles import pyspy
 
-from . import pipeline
+from . import pipeline, redact
 from .models import Capture, CaptureGroup, Comment
 
 
@@ -34,6 +34,7 @@ def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
             max_behind_s=KeyTransform("max_behind_s", KeyTransform("lag", "stats")),
             recommended_rate=KeyTransform("recommended_rate", KeyTransform("lag", "stats")),
             comment_count=Subquery(comments),
+            retry_line=KT("progress__retry__message"),
         )
     )
 
@@ -100,7 +101,9 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
 
 
 def group_captures(*, group: CaptureGroup) -> list[Capture]:
-    return list(group.captures.select_related("host", "process").order_by("process__role", "pk"))
+    # Keyword sets come along: the "who waits" table classifies frames with them.
+    captures = group.captures.select_related("host", "process", "keyword_set")
+    return list(captures.prefetch_related("keyword_set__keywords").order_by("process__role", "pk"))
 
 
 def group_rows(*, captures: list[Capture]) -> list[dict[str, Any]]:
@@ -150,3 +153,33 @@ def group_flamegraph(
             children.append({**tree, "name": f"process {capture.target_label}"})
     total = sum(child["value"] for child in children)
     return pyspy.prune_flamegraph({"name": "job", "value": total, "children": children}, max_nodes)
+
+
+def capture_sandwich(
+    *,
+    capture: Capture,
+    frame: str,
+    threads: list[str] | None = None,
+    max_nodes: int = 2000,
+    hide_commands: bool = False,
+) -> dict[str, Any] | None:
+    """One frame's callers and callees from the stored tree (never the raw samples).
+
+    With no exact match, `suggestions` lists frames whose name contains the text.
+    With `hide_commands` the search runs on the redacted tree, so a guessed command
+    line is neither found nor suggested.
+    """
+    tree = pipeline.read_flamegraph(capture)
+    if tree is None:
+        return None
+    if hide_commands:
+        tree = redact.tree(tree)
+    if threads:
+        tree = pyspy.select_threads(tree, threads)
+    result: dict[str, Any] = dict(pyspy.sandwich(tree, frame))
+    result["callers"] = pyspy.prune_flamegraph(result["callers"], max_nodes)
+    result["callees"] = pyspy.prune_flamegraph(result["callees"], max_nodes)
+    result["suggestions"] = (
+        [] if result["occurrences"] else [f for f, _ in pyspy.frames_like(tree, frame)]
+    )
+    return result

@@ -1,23 +1,38 @@
-"""Writes for captures: create, claim, move through the state machine, cancel, import.
+"""Writes for captures: create, cancel, import, re-analyse, comment, reap.
 
-The worker-side pipeline (run py-spy, store, analyse) lives in `profiles.pipeline`.
+The capture path reads one way: views/API -> services (this module, and `jobs` for
+whole-job captures) -> `enqueue` (tasks sent on commit) -> `tasks` -> `pipeline` ->
+`runs.remote`. The state machine's writes live in `states` (re-exported here).
 """
 
 import logging
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
 from django.utils import timezone
 
+from config.params import PID_MAX
+from runs import remote
 from runs.models import Host, Run, RunProcess, Tag
+from runs.services import LOCAL_OFF, host_target
 
+from . import pipeline
+from .capture_files import capture_delete_files, capture_store_upload
+from .enqueue import analysis_enqueue_on_commit, capture_enqueue_on_commit
 from .models import Capture, CaptureGroup, Comment, KeywordSet
+from .states import (  # noqa: F401 — re-exported: the state machine's public names
+    CaptureConflict,
+    IllegalTransition,
+    Status,
+    capture_busy_with,
+    capture_claim,
+    capture_mark_failed,
+    capture_transition,
+)
 
 log = logging.getLogger(__name__)
-Status = Capture.Status
 
 RECORD_FIELDS = (
     "duration",
@@ -29,35 +44,6 @@ RECORD_FIELDS = (
     "nonblocking",
     "subprocesses",
 )
-
-
-class IllegalTransition(Exception):
-    pass
-
-
-def capture_transition(*, capture_id: int, to: str, **fields: Any) -> bool:
-    """Move a capture to `to` only from a status that allows it; False if it moved on.
-
-    A conditional UPDATE, so two workers (or a worker and a cancel) never both win.
-    """
-    sources = [src for src, targets in Capture.TRANSITIONS.items() if to in targets]
-    if not sources:
-        raise IllegalTransition(f"no status leads to {to}")
-    if to in Capture.FINAL:
-        fields.setdefault("finished_at", timezone.now())
-    return bool(
-        Capture.objects.filter(pk=capture_id, status__in=sources).update(status=to, **fields)
-    )
-
-
-def capture_claim(*, capture_id: int, worker: str) -> bool:
-    """Claim a queued capture for this worker; False means someone else has it."""
-    now = timezone.now()
-    return bool(
-        Capture.objects.filter(pk=capture_id, status=Status.QUEUED, cancel_requested=False).update(
-            status=Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker
-        )
-    )
 
 
 def capture_validate_settings(*, kind: str, duration: int, rate: int) -> None:
@@ -91,9 +77,13 @@ def capture_create(
     `enqueue=False` leaves it queued for a caller that runs it in-process (the
     `capture` management command).
     """
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        raise ValidationError({"pid": "pid must be a positive integer"})
-    unknown = set(py_spy_settings) - set(RECORD_FIELDS)
+    from django.conf import settings
+
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= PID_MAX:
+        raise ValidationError({"pid": f"pid must be a whole number in 1..{PID_MAX}"})
+    if host.is_local and not settings.FLAMEDECK_LOCAL_HOST:
+        raise ValidationError({"host": LOCAL_OFF})
+    unknown = set(py_spy_settings) - set(RECORD_FIELDS) - {"dump_locals"}
     if unknown:
         raise ValidationError({"settings": f"unknown settings: {', '.join(sorted(unknown))}"})
     capture = Capture(
@@ -109,25 +99,20 @@ def capture_create(
         **py_spy_settings,
     )
     capture_validate_settings(kind=capture.kind, duration=capture.duration, rate=capture.rate)
+    busy = capture_busy_with(host=host, pid=pid)
+    if busy is not None:
+        raise CaptureConflict(busy)
     capture.save()
+    try:
+        remote.check_target(host_target(host))
+    except remote.RemoteError as exc:
+        # Fails now, with the field to fix, instead of crashing a task later.
+        capture_mark_failed(capture_id=capture.pk, cause=exc.cause, message=exc.message)
+        capture.refresh_from_db()
+        return capture
     if enqueue:
-        transaction.on_commit(lambda: capture_enqueue(capture=capture))
+        capture_enqueue_on_commit(capture=capture)
     return capture
-
-
-def capture_enqueue(*, capture: Capture) -> None:
-    from django.conf import settings
-
-    from .tasks import run_capture
-
-    bound = capture.duration + settings.FLAMEDECK_CAPTURE_MARGIN_S
-    run_capture.apply_async(args=[capture.pk], soft_time_limit=bound + 30, time_limit=bound + 60)
-
-
-def capture_mark_failed(*, capture_id: int, cause: str, message: str) -> bool:
-    return capture_transition(
-        capture_id=capture_id, to=Status.FAILED, error=message, error_cause=cause
-    )
 
 
 def capture_cancel(*, capture: Capture) -> bool:
@@ -154,26 +139,32 @@ def capture_import(
     file: UploadedFile,
     log: UploadedFile | None = None,
     run: Run | None = None,
+    enqueue: bool = False,
 ) -> Capture:
-    """Store an uploaded raw/speedscope file (and py-spy log), then analyse it.
-
-    The files are kept even when parsing fails, so nothing uploaded is lost.
+    """Store an uploaded raw/speedscope file (plain or gzip) and py-spy's log, then
+    analyse it: on the analysis worker with `enqueue=True` (the web page and the API),
+    else here (the CLI, tests). Uploads stream from disk into storage, never whole into
+    memory, and are kept even when parsing fails, so nothing uploaded is lost.
     """
-    from . import pipeline
-
     capture = Capture.objects.create(
         kind=Capture.Kind.IMPORT,
         run=run,
         requested_by=user,
         status=Status.PARSING,
+        heartbeat_at=timezone.now(),
         original_name=(file.name or "upload")[:255],
         duration=0,
         rate=0,
         keyword_set=KeywordSet.objects.filter(is_default=True).first(),
     )
-    pipeline.capture_store_outputs(
-        capture=capture, raw=file.read(), log=log.read().decode("utf-8", "replace") if log else None
-    )
+    capture_store_upload(capture=capture, samples=file, log=log)
+    return _analyze(capture=capture, enqueue=enqueue)
+
+
+def _analyze(*, capture: Capture, enqueue: bool) -> Capture:
+    if enqueue:
+        analysis_enqueue_on_commit(capture_id=capture.pk)
+        return capture
     pipeline.capture_analyze(capture=capture)
     capture.refresh_from_db()
     return capture
@@ -183,17 +174,22 @@ def capture_set_tags(*, capture: Capture, tags: list[Tag]) -> None:
     capture.tags.set(tags)
 
 
-def capture_reanalyze(*, capture: Capture, keyword_set: KeywordSet) -> Capture:
-    from . import pipeline
-
+def capture_reanalyze(
+    *, capture: Capture, keyword_set: KeywordSet, enqueue: bool = False
+) -> Capture:
+    """Parse the kept raw samples again with another keyword set (queued with
+    `enqueue=True`, as the page does)."""
     if not capture.raw_file or capture.raw_pruned_at:
         raise ValidationError("The raw samples of this capture are gone; it cannot be re-analysed.")
-    if not capture_transition(capture_id=capture.pk, to=Status.PARSING, keyword_set=keyword_set):
+    # The heartbeat dates the hand-over: a parsing capture whose analysis message got
+    # lost is sent to the analysis queue again by the reaper (never failed as lost).
+    if not capture_transition(
+        capture_id=capture.pk, to=Status.PARSING, keyword_set=keyword_set,
+        heartbeat_at=timezone.now(),
+    ):  # fmt: skip
         raise ValidationError(f"A {capture.status} capture cannot be re-analysed.")
     capture.refresh_from_db()
-    pipeline.capture_analyze(capture=capture)
-    capture.refresh_from_db()
-    return capture
+    return _analyze(capture=capture, enqueue=enqueue)
 
 
 def comment_create(
@@ -206,11 +202,15 @@ def comment_create(
 
 
 def reap_lost_captures(*, timeout_s: int) -> int:
-    """Mark running captures whose worker stopped sending heartbeats as failed."""
+    """Mark running captures whose worker stopped sending heartbeats as failed.
+
+    A parsing capture with an old heartbeat has its samples stored and may only be
+    waiting in the analysis queue (or its analysis worker died): it is sent to the
+    analysis queue again, not failed. Returns how many captures were marked lost.
+    """
     cutoff = timezone.now() - timezone.timedelta(seconds=timeout_s)
-    lost = Capture.objects.filter(
-        status__in=[Status.RUNNING, Status.PARSING], heartbeat_at__lt=cutoff
-    )
+    capture_analysis_resend(cutoff=cutoff)
+    lost = Capture.objects.filter(status=Status.RUNNING, heartbeat_at__lt=cutoff)
     count = 0
     for capture_id in lost.values_list("pk", flat=True):
         count += capture_mark_failed(
@@ -225,3 +225,47 @@ def reap_lost_captures(*, timeout_s: int) -> int:
     if count:
         log.warning("marked %d capture(s) as worker lost", count)
     return count
+
+
+def capture_delete_failed(*, capture: Capture) -> None:
+    """Delete a failed capture with its stored files (nothing else may be deleted here:
+    a done capture is evidence the team annotates)."""
+    if capture.status != Status.FAILED:
+        raise ValidationError("Only a failed capture can be deleted.")
+    capture_delete_files(capture=capture)
+    capture.delete()
+
+
+def comment_update(*, comment: Comment, editor: AbstractBaseUser, body: str) -> Comment:
+    """Change one's own comment's text (nobody edits another's words)."""
+    if comment.author_id != editor.pk:
+        raise PermissionDenied("You can edit only your own comments.")
+    body = body.strip()
+    if not body:
+        raise ValidationError({"body": "A comment needs some text."})
+    comment.body = body
+    comment.save(update_fields=["body"])
+    return comment
+
+
+def comment_delete(*, comment: Comment, user: AbstractBaseUser) -> None:
+    if comment.author_id != user.pk:
+        raise PermissionDenied("You can delete only your own comments.")
+    comment.delete()
+
+
+def capture_analysis_resend(*, cutoff: Any) -> int:
+    """Send stale parsing captures to the analysis queue again (each once per timeout)."""
+    stale = Capture.objects.filter(status=Status.PARSING, heartbeat_at__lt=cutoff)
+    resent = 0
+    for capture_id in stale.values_list("pk", flat=True):
+        # The heartbeat bump claims the re-send, so two reapers never both send it.
+        claimed = Capture.objects.filter(
+            pk=capture_id, status=Status.PARSING, heartbeat_at__lt=cutoff
+        ).update(heartbeat_at=timezone.now())
+        if claimed:
+            analysis_enqueue_on_commit(capture_id=capture_id)
+            resent += 1
+    if resent:
+        log.warning("sent %d parsing capture(s) to the analysis queue again", resent)
+    return resent

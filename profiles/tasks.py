@@ -1,4 +1,10 @@
-"""Celery tasks: thin wrappers that load by id and call one service."""
+"""Celery tasks: thin wrappers that load by id and call the pipeline.
+
+Capturing is waiting on a remote sampler (capture queue, threads pool); parsing is
+CPU work (analysis queue, prefork pool): a recorded capture is handed to
+`analyze_capture` once its samples are stored. Routing is by task name
+(CELERY_TASK_ROUTES in config/settings.py). Beat's periodic tasks are in `beat`.
+"""
 
 import logging
 import random
@@ -9,15 +15,18 @@ from django.conf import settings
 
 from runs import remote
 
-from . import pipeline, services
+from . import group_pipeline, pipeline
 from .models import Capture
+from .states import capture_fail_retried, capture_mark_failed, capture_retry_noted
 
 log = logging.getLogger(__name__)
 
 
 def backoff_s(retries: int) -> float:
-    """Exponential backoff with full jitter: 0..(base·2^n) seconds, capped at 60."""
-    return random.uniform(0, min(60, settings.FLAMEDECK_RETRY_BACKOFF_S * 2**retries))
+    """Exponential backoff with jitter: between half and all of base·2^n seconds (cap 60),
+    so retries spread out but never follow the failure at once."""
+    ceiling = min(60, settings.FLAMEDECK_RETRY_BACKOFF_S * 2**retries)
+    return random.uniform(ceiling / 2, ceiling)
 
 
 # No acks_late: a redelivered message must never start a second sampler on a GPU host.
@@ -27,40 +36,43 @@ def run_capture(self, capture_id: int) -> str:
         log.warning("capture %s is gone; nothing to do", capture_id)
         return "missing"
     try:
-        return pipeline.capture_execute(capture_id=capture_id)
+        status = pipeline.capture_execute(capture_id=capture_id, analyze=False)
     except remote.RemoteError as exc:
-        if self.request.retries >= settings.FLAMEDECK_CAPTURE_RETRIES:
-            services.capture_mark_failed(
-                capture_id=capture_id, cause=exc.cause, message=exc.message
-            )
+        # Attempts are counted on the row (claims), so a re-sent message keeps the count.
+        attempts = Capture.objects.get(pk=capture_id).attempts
+        total = settings.FLAMEDECK_CAPTURE_RETRIES + 1
+        if attempts >= total:
+            capture_fail_retried(capture_id=capture_id, error=exc, attempts=attempts)
             return Capture.Status.FAILED
-        raise self.retry(
-            exc=exc, countdown=backoff_s(self.request.retries), max_retries=None
-        ) from exc
+        countdown = backoff_s(attempts - 1)
+        capture_retry_noted(
+            capture_id=capture_id, error=exc, attempt=attempts + 1, of=total, countdown=countdown
+        )
+        raise self.retry(exc=exc, countdown=countdown, max_retries=None) from exc
     except SoftTimeLimitExceeded:
-        services.capture_mark_failed(
+        capture_mark_failed(
             capture_id=capture_id,
             cause="time_limit",
             message="The worker's time limit for this capture ran out; py-spy was stopped.",
         )
         return Capture.Status.FAILED
+    if status == Capture.Status.PARSING:
+        analyze_capture.delay(capture_id)
+    return status
+
+
+# One per host of a whole-job capture; not retried: a later try would sample another
+# window than the other hosts, so a host that fails fails its ranks with the cause.
+@shared_task(acks_late=False)
+def run_host_captures(group_id: int, host_id: int, capture_ids: list[int]) -> list[int]:
+    parsing = group_pipeline.host_captures_execute(
+        group_id=group_id, host_id=host_id, capture_ids=capture_ids
+    )
+    for capture_id in parsing:
+        analyze_capture.delay(capture_id)
+    return parsing
 
 
 @shared_task
-def reap_lost_captures() -> int:
-    return services.reap_lost_captures(timeout_s=settings.FLAMEDECK_HEARTBEAT_TIMEOUT_S)
-
-
-@shared_task
-def schedule_captures() -> int:
-    from .jobs import scheduled_captures_due
-
-    return len(scheduled_captures_due())
-
-
-@shared_task
-def prune_raw_files() -> int:
-    from .jobs import raw_prune
-
-    budget = settings.FLAMEDECK_RAW_BUDGET_MB * 1024 * 1024
-    return raw_prune(budget_bytes=budget)["pruned"]
+def analyze_capture(capture_id: int) -> str:
+    return pipeline.capture_analyze_stored(capture_id=capture_id)

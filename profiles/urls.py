@@ -9,6 +9,17 @@ urlpatterns = [
     path("captures/<int:pk>/", views.capture_detail, name="capture_detail"),
     path("captures/<int:pk>/download/<str:what>/", views.capture_download, name="capture_download"),
     path("captures/<int:pk>/comments/", views.capture_comment, name="capture_comment"),
+    path("captures/<int:pk>/delete/", views.capture_delete, name="capture_delete"),
+    path(
+        "captures/<int:pk>/comments/<int:comment_pk>/edit/",
+        views.comment_edit,
+        name="comment_edit",
+    ),
+    path(
+        "captures/<int:pk>/comments/<int:comment_pk>/delete/",
+        views.comment_delete,
+        name="comment_delete",
+    ),
     path("captures/<int:pk>/tags/", views.capture_tags, name="capture_tags"),
     path("captures/<int:pk>/reanalyze/", views.capture_reanalyze, name="capture_reanalyze"),
     path("keywords/", views.keywordset_list, name="keywordset_list"),

@@ -2,12 +2,12 @@
 keyword sets.
 
 Pages read stored stats and hand them to the page's JS through `json_script`; the
-flamegraph comes from the stored tree through the JSON API. Nothing here re-parses
-raw samples, except an explicit re-analysis or a format conversion on download.
+flamegraph comes from the stored tree through the JSON API, downloads from the stored
+samples and the export the analysis wrote. Nothing here parses samples: imports and
+re-analyses are queued for the analysis worker.
 """
 
 import gzip
-import json
 from collections.abc import Iterator
 from functools import wraps
 
@@ -21,14 +21,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.params import parse_id, query_id, query_page
 from runs.models import Host, Tag
 from runs.permissions import can_launch
 from runs.services import tags_from_text
 from runs.views import launch_context
 
-from . import services
+from . import redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
-from .models import Capture, Keyword, KeywordSet
+from .models import Capture, Comment, Keyword, KeywordSet
 from .selectors import capture_rows
 
 CAPTURES_PER_PAGE = 50
@@ -71,9 +72,9 @@ def _filtered_captures(params) -> QuerySet[Capture]:
         captures = captures.filter(status=params["status"])
     if params.get("kind") in Capture.Kind.values:
         captures = captures.filter(kind=params["kind"])
-    if (host := params.get("host", "")).isdigit():
+    if (host := query_id(params, "host")) is not None:
         captures = captures.filter(host_id=host)
-    if (run := params.get("run", "")).isdigit():
+    if (run := query_id(params, "run")) is not None:
         captures = captures.filter(run_id=run)
     if params.get("verdict") in ("ok", "degraded", "unreliable"):
         captures = captures.filter(stats__lag__verdict=params["verdict"])
@@ -83,9 +84,17 @@ def _filtered_captures(params) -> QuerySet[Capture]:
 @require_GET
 def capture_list(request):
     page = Paginator(_filtered_captures(request.GET), CAPTURES_PER_PAGE).get_page(
-        request.GET.get("page")
+        query_page(request.GET)
     )
+    try:
+        compare_with = str(parse_id(request.GET.get("compare", ""), name="compare"))
+    except ValidationError:
+        compare_with = ""
+    on_page = {str(c.pk) for c in page.object_list}
     context = {
+        "compare_with": compare_with,
+        # The capture to compare with is not on this page: keep it as a hidden pick.
+        "compare_with_hidden": bool(compare_with) and compare_with not in on_page,
         "page": page,
         "params": request.GET,
         "statuses": Capture.Status.choices,
@@ -121,21 +130,24 @@ def _page_stats(capture: Capture) -> dict | None:
 @require_GET
 def capture_detail(request, pk: int):
     capture = _get_capture_for_user(request.user, pk, full=True)
+    if redact.hides_server_details(capture, request.user):
+        capture.stats = redact.stats(capture.stats)  # for this page only; never saved
     stats = capture.stats or {}
     lag = stats.get("lag") or None
     is_dump = capture.kind == Capture.Kind.DUMP or stats.get("format") == "dump"
-    wanted_ks = request.GET.get("ks", "")
+    wanted_ks = query_id(request.GET, "ks")
     context = {
         "capture": capture,
         "stats": stats,
         "lag": lag,
         "is_dump": is_dump,
-        "lag_bad": bool(lag and lag.get("verdict") != "ok"),
+        # py-spy's own error is not a sampler that fell behind: shown as the error.
+        "lag_bad": bool(lag and lag.get("verdict") != "ok" and not lag.get("error")),
         "dump_groups": _dump_groups(stats) if is_dump else [],
         "comments": capture.comments.select_related("author"),
         "tags_text": " ".join(t.name for t in capture.tags.all()),
         "keyword_sets": KeywordSet.objects.all(),
-        "ks_mismatch": wanted_ks.isdigit() and int(wanted_ks) != capture.keyword_set_id,
+        "ks_mismatch": wanted_ks is not None and wanted_ks != capture.keyword_set_id,
         "can_launch": can_launch(request.user),
         "page_data": {
             "id": capture.pk,
@@ -151,8 +163,62 @@ def capture_detail(request, pk: int):
             "stats": _page_stats(capture),
         },
         "launch": launch_context(request.user, capture.run, _same_process(capture)),
+        "previous": _previous_captures(capture),
+        "coverage": _coverage(capture, lag),
+        "log_problem": _log_problem(capture, stats, is_dump),
     }
     return render(request, "profiles/capture_detail.html", context)
+
+
+def _previous_captures(capture: Capture) -> dict[str, int | None]:
+    """The latest earlier done capture of the same process and of the same run."""
+    earlier = (
+        Capture.objects.filter(status=Capture.Status.DONE, queued_at__lt=capture.queued_at)
+        .exclude(kind=Capture.Kind.DUMP)
+        .order_by("-queued_at")
+        .values_list("pk", flat=True)
+    )
+    same_process = _same_process(capture) if capture.host_id else Q(pk__in=[])
+    return {
+        "process": earlier.filter(same_process).first() if capture.host_id else None,
+        "run": earlier.filter(run_id=capture.run_id).first() if capture.run_id else None,
+    }
+
+
+def _coverage(capture: Capture, lag: dict | None) -> dict[str, float] | None:
+    """Seconds sampled of the seconds asked, for a capture whose process exited."""
+    covered = (capture.progress or {}).get("covered_s")
+    exited = (lag or {}).get("stop_reason") == "process exited" or covered is not None
+    if not exited or capture.kind != Capture.Kind.RECORD:
+        return None
+    return {"covered_s": covered, "asked_s": capture.duration}
+
+
+def _log_problem(capture: Capture, stats: dict, is_dump: bool) -> str:
+    """Why a stored log gave no lag report (or py-spy's own error line)."""
+    lag = stats.get("lag")
+    if lag and lag.get("error"):
+        return f"py-spy said: {lag['error']}"
+    if capture.log_file and stats.get("total_samples") and not lag and not is_dump:
+        source = "The attached log" if capture.kind == Capture.Kind.IMPORT else "py-spy's log"
+        return (
+            f"{source} holds none of py-spy's lines (no “Sampling process”, lag or "
+            "“Wrote … Samples” line), so the sampler could not be checked."
+        )
+    return ""
+
+
+@require_POST
+@launch_required
+def capture_delete(request, pk: int):
+    capture = _get_capture_for_user(request.user, pk)
+    try:
+        services.capture_delete_failed(capture=capture)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(capture)
+    messages.success(request, f"Failed capture #{pk} and its files were deleted.")
+    return redirect("profiles:capture_list")
 
 
 def _same_process(capture: Capture):
@@ -170,37 +236,33 @@ def _gunzipped(field) -> Iterator[bytes]:
             yield block
 
 
-def _exported(capture: Capture, exporter: str) -> Iterator[bytes]:
-    from profiles import pipeline, pyspy
-
-    with pipeline.local_copy(capture.raw_file) as path:
-        result = getattr(pyspy, exporter)(pyspy.read_profile(path))
-    if isinstance(result, dict | list):
-        yield json.dumps(result).encode()
-    elif isinstance(result, str):
-        yield result.encode()
-    else:
-        for line in result:  # the engine yields lines without their newline
-            yield (line if isinstance(line, str) else line.decode()).encode() + b"\n"
-
-
-def _download_body(capture: Capture, what: str) -> tuple[Iterator[bytes], str, str]:
+def _download_body(capture: Capture, what: str, hide: bool) -> tuple[Iterator[bytes], str, str]:
+    """Stored data, gunzipped as it streams: never parsed in the request. With `hide`
+    (a viewer of the server's own processes) command lines and locals are redacted
+    line by line; a speedscope file of subprocesses, one JSON document, is refused."""
     fmt = capture.raw_format
     if what == "log":
         if not capture.log_file:
             raise Http404("This capture has no py-spy log.")
         return _gunzipped(capture.log_file), "text/plain", "py-spy.log"
-    if not capture.raw_file or capture.raw_pruned_at:
-        raise Http404("The raw samples of this capture were pruned or never written.")
+    if not capture.samples_downloadable:
+        raise Http404("The samples of this capture were pruned, never written or not parsed.")
     if fmt == "dump":
-        return _gunzipped(capture.raw_file), "text/plain", "dump.txt"
+        body = _gunzipped(capture.raw_file)
+        return (redact.dump_text(body) if hide else body), "text/plain", "dump.txt"
+    native = {"folded": "raw", "speedscope": "speedscope"}[what]
+    field = capture.raw_file if fmt == native else capture.export_file
+    if not field:
+        raise Http404("This capture has no stored export; re-analyse it to make one.")
     if what == "folded":
-        body = _gunzipped(capture.raw_file) if fmt == "raw" else _exported(capture, "to_folded")
-        return body, "text/plain", "folded.txt"
-    body = (
-        _gunzipped(capture.raw_file) if fmt == "speedscope" else _exported(capture, "to_speedscope")
-    )
-    return body, "application/json", "speedscope.json"
+        body = _gunzipped(field)
+        return (redact.folded_text(body) if hide else body), "text/plain", "folded.txt"
+    if hide and capture.subprocesses:
+        raise PermissionDenied(
+            f"Its process frames name command lines on the flamedeck server {redact.HIDDEN}; "
+            "the folded download is redacted."
+        )
+    return _gunzipped(field), "application/json", "speedscope.json"
 
 
 @require_GET
@@ -208,7 +270,8 @@ def capture_download(request, pk: int, what: str):
     capture = _get_capture_for_user(request.user, pk)
     if what not in ("folded", "speedscope", "log"):
         raise Http404()
-    body, content_type, suffix = _download_body(capture, what)
+    hide = redact.hides_server_details(capture, request.user)
+    body, content_type, suffix = _download_body(capture, what, hide)
     response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="capture-{capture.pk}.{suffix}"'
     response["X-Content-Type-Options"] = "nosniff"
@@ -233,7 +296,40 @@ def capture_comment(request, pk: int):
     return _back_to(request, capture, f"#comment-{comment.pk}")
 
 
+def _get_comment(pk: int, comment_pk: int) -> Comment:
+    return get_object_or_404(
+        Comment.objects.select_related("capture"), pk=comment_pk, capture_id=pk
+    )
+
+
 @require_POST
+def comment_edit(request, pk: int, comment_pk: int):
+    comment = _get_comment(pk, comment_pk)
+    if comment.author_id != request.user.pk:  # before anything else: nobody edits another's words
+        raise PermissionDenied("You can edit only your own comments.")
+    form = CommentForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "A comment needs some text.")
+        return _back_to(request, comment.capture, f"#comment-{comment.pk}")
+    try:
+        services.comment_update(
+            comment=comment, editor=request.user, body=form.cleaned_data["body"]
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return _back_to(request, comment.capture, f"#comment-{comment.pk}")
+
+
+@require_POST
+def comment_delete(request, pk: int, comment_pk: int):
+    comment = _get_comment(pk, comment_pk)
+    services.comment_delete(comment=comment, user=request.user)
+    messages.success(request, "Comment deleted.")
+    return _back_to(request, comment.capture, "#comments")
+
+
+@require_POST
+@launch_required
 def capture_tags(request, pk: int):
     capture = _get_capture_for_user(request.user, pk)
     form = CaptureTagsForm(request.POST)
@@ -252,18 +348,19 @@ def capture_reanalyze(request, pk: int):
         raise Http404("No such keyword set.")
     keyword_set = form.cleaned_data["keyword_set"]
     try:
-        services.capture_reanalyze(capture=capture, keyword_set=keyword_set)
+        services.capture_reanalyze(capture=capture, keyword_set=keyword_set, enqueue=True)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"Re-analysed with “{keyword_set.name}”.")
+        messages.success(request, f"Re-analysing with “{keyword_set.name}”.")
     return redirect(f"{capture.get_absolute_url()}?ks={keyword_set.pk}")
 
 
 @require_http_methods(["GET", "POST"])
+@launch_required
 def capture_import(request):
     form = ImportForm(
-        request.POST or None, request.FILES or None, initial={"run": request.GET.get("run")}
+        request.POST or None, request.FILES or None, initial={"run": query_id(request.GET, "run")}
     )
     if request.method == "POST" and form.is_valid():
         capture = services.capture_import(
@@ -271,9 +368,8 @@ def capture_import(request):
             file=form.cleaned_data["file"],
             log=form.cleaned_data["log"],
             run=form.cleaned_data["run"],
+            enqueue=True,
         )
-        if capture.status == Capture.Status.FAILED:
-            messages.error(request, f"Imported, but it could not be analysed: {capture.error}")
         return redirect(capture)
     return render(request, "profiles/capture_import.html", {"form": form})
 

@@ -1,21 +1,40 @@
 """JSON API for hosts and runs."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from . import services
-from .models import Host, Run
-from .permissions import CanLaunchOrReadOnly
+from config.api_fields import StrictIntegerField
+from config.params import parse_pid
+
+from . import selectors, services
+from .forms import clean_capture_settings
+from .models import Host, Run, RunProcess
+from .permissions import CanLaunchOrReadOnly, redact_check
 
 
 class HostSerializer(serializers.ModelSerializer):
+    port = StrictIntegerField(minimum=1, maximum=65535, required=False, allow_null=True)
+
     class Meta:
         model = Host
         fields = ["id", *Host.EDITABLE_FIELDS, "last_check", "last_checked_at"]
         read_only_fields = ["last_check", "last_checked_at"]
+
+    def to_representation(self, instance: Host) -> dict:
+        data = super().to_representation(instance)
+        user = self.context.get("user")
+        data["last_check"] = redact_check(instance.last_check, local=instance.is_local, user=user)
+        return data
 
     def validate(self, attrs):
         host = Host(**{**self._current(), **attrs})
@@ -48,6 +67,20 @@ class RunSerializer(serializers.ModelSerializer):
         ]
 
 
+def _invalid(exc: DjangoValidationError) -> ValidationError:
+    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+
+
+def run_json(run: Run) -> dict:
+    processes = selectors.run_processes(run=run)
+    return {
+        **RunSerializer(run).data,
+        "url": run.get_absolute_url(),
+        "capture_settings": run.capture_settings,
+        "processes": [selectors.process_json(p) for p in processes],
+    }
+
+
 def api(methods: list[str], permissions=(CanLaunchOrReadOnly,)):
     """A DRF function view that does its own auth (token or session), so the
     login-redirect middleware steps aside and anonymous callers get 401/403."""
@@ -63,9 +96,12 @@ def host_list(request):
     if request.method == "POST":
         serializer = HostSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        host = services.host_save(host=Host(**serializer.validated_data))
-        return Response(HostSerializer(host).data, status=status.HTTP_201_CREATED)
-    return Response(HostSerializer(Host.objects.all(), many=True).data)
+        host = Host(**serializer.validated_data)
+        services.host_save(host=host, user=request.user, via="api")
+        body = HostSerializer(host, context={"user": request.user}).data
+        return Response(body, status=status.HTTP_201_CREATED)
+    hosts = HostSerializer(Host.objects.all(), many=True, context={"user": request.user})
+    return Response(hosts.data)
 
 
 @api(["GET", "PATCH"])
@@ -76,14 +112,15 @@ def host_detail(request, pk: int):
         serializer.is_valid(raise_exception=True)
         for field, value in serializer.validated_data.items():
             setattr(host, field, value)
-        services.host_save(host=host)
-    return Response(HostSerializer(host).data)
+        services.host_save(host=host, user=request.user, via="api")
+    return Response(HostSerializer(host, context={"user": request.user}).data)
 
 
 @api(["POST"])
 def host_check(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
-    return Response(services.host_check(host=host))
+    result = services.host_check(host=host)
+    return Response(redact_check(result, local=host.is_local, user=request.user))
 
 
 @api(["GET", "POST"])
@@ -100,3 +137,113 @@ def run_list(request):
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
     runs = Run.objects.prefetch_related("tags")[:200]
     return Response(RunSerializer(runs, many=True).data)
+
+
+@api(["GET", "PATCH"])
+def run_detail(request, pk: int):
+    """The run with its processes; PATCH stores `capture_settings` ("Capture all")."""
+    run = get_object_or_404(Run.objects.prefetch_related("tags"), pk=pk)
+    if request.method == "PATCH":
+        if not isinstance(request.data.get("capture_settings"), dict):
+            raise ValidationError({"capture_settings": ["give an object of capture settings"]})
+        try:
+            cleaned = clean_capture_settings(
+                request.data["capture_settings"], max_duration=settings.FLAMEDECK_MAX_DURATION_S
+            )
+        except DjangoValidationError as exc:
+            raise _invalid(exc) from None
+        services.run_capture_settings_save(run=run, settings_=cleaned)
+    return Response(run_json(run))
+
+
+def _host_or_400(value: object) -> Host:
+    host = selectors.host_by_id_or_name(value)
+    if host is None:
+        how = "add it on the Hosts page or with POST /api/hosts/ {name, transport, address}"
+        name = value if isinstance(value, str) else str(value)
+        raise ValidationError({"host": [f"no host named {name[:100]!r}: {how}"]})
+    return host
+
+
+def _pid_or_400(value: object) -> int:
+    try:
+        return parse_pid(value)
+    except DjangoValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def _role(value: object) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > 100:
+        raise ValidationError({"role": ["role must be text of at most 100 characters"]})
+    return value
+
+
+@api(["GET", "POST"])
+def run_processes(request, pk: int):
+    """List, or attach `{host: id or name, pid, role}`: 201 new, 200 already attached."""
+    run = get_object_or_404(Run, pk=pk)
+    if request.method == "GET":
+        return Response([selectors.process_json(p) for p in selectors.run_processes(run=run)])
+    host = _host_or_400(request.data.get("host"))
+    pid, role = _pid_or_400(request.data.get("pid")), _role(request.data.get("role"))
+    try:
+        attached = services.run_process_attach(run=run, host=host, pid=pid, role=role)
+    except DjangoValidationError as exc:
+        raise _invalid(exc) from None
+    body = {**selectors.process_json(attached.process), "warning": attached.warning}
+    return Response(body, status=status.HTTP_201_CREATED if attached.created else 200)
+
+
+@api(["DELETE"])
+def run_process_detail(request, pk: int, process_pk: int):
+    process = get_object_or_404(RunProcess, pk=process_pk, run_id=pk)
+    process.delete()
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+CHECK_FRESH_S = 15
+
+
+@api(["POST"], permissions=(IsAuthenticated,))
+def run_processes_check(request, pk: int):
+    """Ask every host of the run which processes still run (bounded; see services).
+
+    Any logged-in user may ask: it reads one `ps` per host and updates only the cached
+    liveness. Rows checked in the last CHECK_FRESH_S seconds are not asked again.
+    """
+    run = get_object_or_404(Run, pk=pk)
+    processes = selectors.run_processes(run=run)
+    fresh = timezone.now() - timedelta(seconds=CHECK_FRESH_S)
+    stale = [p for p in processes if p.checked_at is None or p.checked_at < fresh]
+    errors = services.run_processes_check(processes=stale)
+    hosts = {p.host_id: p.host.name for p in processes}
+    return Response(
+        {
+            "processes": [selectors.process_json(p) for p in processes],
+            "errors": [{"host": hosts[h], "error": e} for h, e in errors.items()],
+            "plan": selectors.capture_all_plan(run=run),
+        }
+    )
+
+
+@api(["POST"])
+def register(request):
+    """A launcher's rank attaches itself: `{run: name, host: name, pid, role}`."""
+    name = request.data.get("run")
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise ValidationError({"run": ["give the run's name (text, at most 200 characters)"]})
+    host = _host_or_400(request.data.get("host"))
+    pid, role = _pid_or_400(request.data.get("pid")), _role(request.data.get("role"))
+    run, attached, run_created = services.run_register(
+        user=request.user, run_name=name.strip(), host=host, pid=pid, role=role
+    )
+    body = {
+        "run": {"id": run.pk, "name": run.name, "url": run.get_absolute_url()},
+        "run_created": run_created,
+        "process": selectors.process_json(attached.process),
+        "created": attached.created,
+    }
+    created = run_created or attached.created
+    return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

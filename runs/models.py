@@ -4,6 +4,10 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
+from django.utils.deconstruct import deconstructible
+
+from config.params import pid_validators
+from runs.remote import model as remote_checks
 
 
 class Tag(models.Model):
@@ -18,17 +22,42 @@ class Tag(models.Model):
         return self.name
 
 
-def _reject_option_like(value: str, field: str) -> None:
-    # ssh would read a leading "-" as an option (e.g. -oProxyCommand=...).
-    if value.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in value):
-        raise ValidationError(
-            {field: "must not start with '-' or contain spaces or control characters"}
-        )
+@deconstructible
+class BuilderCheck:
+    """A field validator running one of the command builder's own checks
+    (runs.remote.model), so a value the builder would refuse is never saved."""
+
+    def __init__(self, check: str) -> None:
+        self.check = check
+
+    def __call__(self, value: object) -> None:
+        if value in ("", None):
+            return
+        try:
+            getattr(remote_checks, self.check)(value)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BuilderCheck) and other.check == self.check
+
+    def __hash__(self) -> int:
+        return hash(self.check)
+
+
+validate_address = BuilderCheck("check_address")
+validate_username = BuilderCheck("check_username")
+validate_exec_prefix = BuilderCheck("split_exec_prefix")
+validate_py_spy = BuilderCheck("check_py_spy")
+validate_port = BuilderCheck("check_port")
 
 
 class Host(models.Model):
     """A machine (or container on it) that training processes run on."""
 
+    # Fields that decide what runs where: only host administrators change them,
+    # and every change is recorded in HostChange.
+    COMMAND_FIELDS = ("transport", "address", "port", "username", "exec_prefix", "py_spy", "sudo")
     # What a user edits (the form and the API): how to reach the host.
     EDITABLE_FIELDS = (
         "name",
@@ -52,15 +81,19 @@ class Host(models.Model):
         max_length=255,
         blank=True,
         help_text="Host name, IP address or an alias from ~/.ssh/config.",
+        validators=[validate_address],
     )
-    port = models.PositiveIntegerField(null=True, blank=True)
-    username = models.CharField(max_length=100, blank=True)
+    port = models.PositiveIntegerField(null=True, blank=True, validators=[validate_port])
+    username = models.CharField(max_length=100, blank=True, validators=[validate_username])
     exec_prefix = models.CharField(
         max_length=300,
         blank=True,
         help_text="Wraps every command, e.g. `pct exec 200 --` or `docker exec -i trainer`.",
+        validators=[validate_exec_prefix],
     )
-    py_spy = models.CharField("py-spy path", max_length=300, default="py-spy")
+    py_spy = models.CharField(
+        "py-spy path", max_length=300, default="py-spy", validators=[validate_py_spy]
+    )
     sudo = models.BooleanField(default=False, help_text="Run commands through `sudo -n`.")
     notes = models.TextField(blank=True)
     last_check = models.JSONField(null=True, blank=True, editable=False)
@@ -70,6 +103,9 @@ class Host(models.Model):
 
     class Meta:
         ordering = ["name"]
+        permissions = [
+            ("administer_hosts", "Create hosts and change how they are reached (host admins)")
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -80,12 +116,10 @@ class Host(models.Model):
     def clean(self) -> None:
         if self.transport == self.Transport.SSH and not self.address:
             raise ValidationError({"address": "An SSH host needs an address or ssh alias."})
-        if self.address:
-            _reject_option_like(self.address, "address")
-        if self.username:
-            _reject_option_like(self.username, "username")
-        if self.port is not None and not 0 < self.port < 65536:
-            raise ValidationError({"port": "Port must be between 1 and 65535."})
+
+    @property
+    def is_local(self) -> bool:
+        return self.transport == self.Transport.LOCAL
 
     @property
     def reach(self) -> str:
@@ -123,6 +157,14 @@ class Run(models.Model):
     schedule_every_min = models.PositiveIntegerField(default=0)
     schedule_keep = models.PositiveIntegerField(default=50)
     schedule_last_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # "Capture all" settings last used on this run (duration, rate, native, ...), so
+    # the dialog opens with them next time.
+    capture_settings = models.JSONField(default=dict, blank=True)
+    # Set only on runs created by `POST /api/register/`: unique, so ranks registering
+    # at the same instant get one run, not one each.
+    register_key = models.CharField(
+        max_length=200, null=True, blank=True, unique=True, editable=False
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -140,9 +182,13 @@ class RunProcess(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="processes")
     host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="processes")
-    pid = models.PositiveIntegerField()
+    pid = models.PositiveIntegerField(validators=pid_validators())
     role = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Last liveness check on the host: True alive, False exited, None not known
+    # (never checked, or the host could not be asked).
+    alive = models.BooleanField(null=True, blank=True, editable=False)
+    checked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["role", "pid"]
@@ -153,3 +199,57 @@ class RunProcess(models.Model):
     def __str__(self) -> str:
         label = f" ({self.role})" if self.role else ""
         return f"{self.host.name}:{self.pid}{label}"
+
+    @property
+    def exited(self) -> bool:
+        """The last check found the process gone (unknown counts as not exited)."""
+        return self.alive is False
+
+
+class HostChange(models.Model):
+    """One change of a host's name or command fields (Host.COMMAND_FIELDS): who, when,
+    what, and how (`via`: web, api, admin, shell, bootstrap). Written by runs.audit;
+    kept when the host is deleted (`host` becomes null, `host_name` stays)."""
+
+    host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    host_name = models.CharField(max_length=100, blank=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+    # {"field": [before, after], ...}; before is None when the host was created.
+    changes = models.JSONField()
+    via = models.CharField(max_length=20, default="web")
+
+    class Meta:
+        ordering = ["-changed_at", "-pk"]
+
+    def __str__(self) -> str:
+        who, when = self.changed_by or "(no user)", f"{self.changed_at:%Y-%m-%d %H:%M}"
+        return f"{self.host_name} changed by {who} via {self.via} at {when}"
+
+
+class ApiToken(models.Model):
+    """An API key for `Authorization: Token <key>`. Only its SHA-256 is stored; the key
+    is shown once, by `manage.py create_api_token`."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(
+        max_length=8, help_text="The key's first characters, to tell keys apart."
+    )
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

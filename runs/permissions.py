@@ -1,19 +1,44 @@
-"""Who may do what: everyone logged in views and comments; launching captures and
-editing hosts needs the `profiles.launch_capture` permission (the "operators" group)."""
+"""Who may do what. Three levels:
+
+- viewers (any login): see everything and comment;
+- operators (`profiles.launch_capture`, group "operators"): launch and cancel captures,
+  import, tag, re-analyse, create runs and attach processes, edit a host's notes;
+- host administrators (`runs.administer_hosts`, group "host admins"; superusers):
+  create hosts and change any field that decides what runs where
+  (Host.COMMAND_FIELDS, and the name that registrations refer to).
+"""
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 LAUNCH_PERMISSION = "profiles.launch_capture"
 OPERATORS_GROUP = "operators"
+HOST_ADMIN_PERMISSION = "runs.administer_hosts"
+HOST_ADMINS_GROUP = "host admins"
+# What an operator without the host-admin permission may still change on a host.
+OPERATOR_HOST_FIELDS = ("notes",)
+HIDDEN_COMMAND = "(hidden: a process of the flamedeck server; host admins see it)"
 
 
 def can_launch(user: AbstractBaseUser | AnonymousUser) -> bool:
     return bool(user and user.is_authenticated and user.has_perm(LAUNCH_PERMISSION))
 
 
+def can_administer_hosts(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    return bool(user and user.is_authenticated and user.has_perm(HOST_ADMIN_PERMISSION))
+
+
+def redact_check(check: dict | None, *, local: bool, user) -> dict:
+    """A host check as `user` may see it: the command lines of the server's own
+    processes (a local host) only for host administrators."""
+    check = dict(check or {})
+    if local and check.get("processes") and not can_administer_hosts(user):
+        check["processes"] = [{**p, "command": HIDDEN_COMMAND} for p in check["processes"]]
+    return check
+
+
 class CanLaunchOrReadOnly(BasePermission):
-    message = "You need the 'launch captures and edit hosts' permission (operators group)."
+    message = "You need the 'launch captures' permission (operators group)."
 
     def has_permission(self, request, view) -> bool:
         if not (request.user and request.user.is_authenticated):

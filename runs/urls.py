@@ -18,4 +18,5 @@ urlpatterns = [
     path("hosts/new/", views.host_create, name="host_create"),
     path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
     path("hosts/<int:pk>/edit/", views.host_edit, name="host_edit"),
+    path("hosts/<int:pk>/attach/", views.host_attach, name="host_attach"),
 ]

@@ -19,14 +19,15 @@ from django.db.models.functions import RowNumber
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.params import query_id, query_page
 from profiles.forms import ImportForm
 from profiles.models import Capture
 from profiles.selectors import capture_rows, lag_history
 
-from . import services
-from .forms import HostForm, RunForm, RunProcessForm
+from . import selectors, services
+from .forms import AttachTreeForm, HostForm, RunForm, RunProcessForm
 from .models import Host, Run, RunProcess
-from .permissions import can_launch
+from .permissions import can_administer_hosts, can_launch, redact_check
 
 RUNS_PER_PAGE = 25
 CAPTURES_PER_PAGE = 50
@@ -52,6 +53,18 @@ def launch_required(view):
     def wrapper(request, *args, **kwargs):
         if not can_launch(request.user):
             raise PermissionDenied("You need the launch permission (operators group).")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def host_admin_required(view):
+    """403 for users who may not create hosts or change how they are reached."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not can_administer_hosts(request.user):
+            raise PermissionDenied("Creating hosts is for host admins.")
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -89,7 +102,7 @@ def _filtered_runs(params) -> QuerySet[Run]:
         )
     if params.get("status") in Run.Status.values:
         runs = runs.filter(status=params["status"])
-    if (host := params.get("host", "")).isdigit():
+    if (host := query_id(params, "host")) is not None:
         runs = runs.filter(Q(processes__host_id=host) | Q(captures__host_id=host))
     count = (
         Capture.objects.filter(run=OuterRef("pk")).values("run").annotate(c=Count("pk")).values("c")
@@ -154,7 +167,7 @@ def sparkline(captures: list[dict], width: int = 120, height: int = 26) -> list[
 
 @require_GET
 def run_list(request):
-    page = Paginator(_filtered_runs(request.GET), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(_filtered_runs(request.GET), RUNS_PER_PAGE).get_page(query_page(request.GET))
     recent = _recent_captures([run.pk for run in page.object_list])
     rows = [
         {
@@ -190,7 +203,7 @@ def run_detail(request, pk: int):
     if tag := request.GET.get("tag"):
         captures = captures.filter(tags__name=tag)
     page = Paginator(captures.order_by("-queued_at"), CAPTURES_PER_PAGE).get_page(
-        request.GET.get("page")
+        query_page(request.GET)
     )
     pairs = Q(process__run=run)
     for p in processes:
@@ -198,6 +211,11 @@ def run_detail(request, pk: int):
     context = {
         "run": run,
         "processes": processes,
+        "capture_all": selectors.capture_all_dialog(
+            run=run, processes=processes, defaults=CAPTURE_DEFAULTS
+        )
+        if can_launch(request.user)
+        else None,
         "page": page,
         "tag": tag,
         "process_form": RunProcessForm(),
@@ -259,13 +277,34 @@ def run_edit(request, pk: int):
 def run_process_add(request, pk: int):
     run = _get_run_for_user(request.user, pk)
     form = RunProcessForm(request.POST)
-    if form.is_valid():
-        process = services.run_process_add(run=run, **form.cleaned_data)
-        messages.success(request, f"Attached {process}.")
-    else:
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
-        messages.error(request, f"Could not attach the process — {errors}")
+    if not form.is_valid():
+        messages.error(request, f"Could not attach the process — {_form_errors(form)}")
+        return redirect(run)
+    data = form.cleaned_data
+    try:
+        attached = services.run_process_attach(
+            run=run, host=data["host"], pid=data["pid"], role=data["role"]
+        )
+    except ValidationError as exc:
+        messages.error(request, f"Could not attach the process — {' '.join(exc.messages)}")
+        return redirect(run)
+    _report_attached(request, [attached])
     return redirect(run)
+
+
+def _form_errors(form) -> str:
+    return "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+
+
+def _report_attached(request, attached: list[services.Attached]) -> None:
+    new = [a.process for a in attached if a.created]
+    known = [a.process for a in attached if not a.created]
+    if new:
+        messages.success(request, f"Attached {', '.join(map(str, new))}.")
+    if known:
+        messages.info(request, f"Already attached: {', '.join(map(str, known))}.")
+    for warning in dict.fromkeys(a.warning for a in attached if a.warning):
+        messages.warning(request, f"Attached without checking: {warning}.")
 
 
 @require_POST
@@ -280,6 +319,28 @@ def run_process_remove(request, pk: int, process_pk: int):
 # --- hosts -------------------------------------------------------------------------
 
 
+@require_POST
+@launch_required
+def host_attach(request, pk: int):
+    """Attach several processes of one host (a launcher's tree) to a run, new or existing."""
+    host = _get_host_for_user(request.user, pk)
+    form = AttachTreeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Could not attach — {_form_errors(form)}")
+        return redirect(host)
+    data = form.cleaned_data
+    pairs = [(pid, request.POST.get(f"role_{pid}", "")) for pid in data["pids"]]
+    try:
+        with transaction.atomic():
+            run = data["run"] or services.run_create(user=request.user, name=data["new_run"])
+            attached = services.run_processes_attach(run=run, host=host, processes=pairs)
+    except ValidationError as exc:
+        messages.error(request, f"Could not attach — {' '.join(exc.messages)}")
+        return redirect(host)
+    _report_attached(request, attached)
+    return redirect(run)
+
+
 @require_GET
 def host_list(request):
     count = (
@@ -289,9 +350,12 @@ def host_list(request):
         .values("c")
     )
     hosts = Host.objects.annotate(capture_count=Subquery(count)).order_by("name")
-    return render(
-        request, "runs/host_list.html", {"hosts": hosts, "can_launch": can_launch(request.user)}
-    )
+    context = {
+        "hosts": hosts,
+        "can_launch": can_launch(request.user),
+        "can_administer_hosts": can_administer_hosts(request.user),
+    }
+    return render(request, "runs/host_list.html", context)
 
 
 @require_GET
@@ -301,18 +365,26 @@ def host_detail(request, pk: int):
     context = {
         "host": host,
         "captures": captures,
-        "check": host.last_check or {},
+        "check": redact_check(host.last_check, local=host.is_local, user=request.user),
+        "changes": host.changes.select_related("changed_by")[:50],
         "launch": launch_context(request.user, None, Q(host=host)),
         "can_launch": can_launch(request.user),
+        "attach_runs": _attachable_runs() if can_launch(request.user) else [],
+        "can_administer_hosts": can_administer_hosts(request.user),
     }
     return render(request, "runs/host_detail.html", context)
 
 
+def _attachable_runs() -> QuerySet[Run]:
+    active = [Run.Status.RUNNING, Run.Status.PLANNED]
+    return Run.objects.filter(status__in=active).only("pk", "name", "status")[:200]
+
+
 def _host_form_page(request, host: Host | None):
-    form = HostForm(request.POST or None, instance=host)
+    form = HostForm(request.POST or None, instance=host, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
-            saved = services.host_save(host=form.instance)
+            saved = services.host_save(host=form.instance, user=request.user)
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
@@ -322,7 +394,7 @@ def _host_form_page(request, host: Host | None):
 
 
 @require_http_methods(["GET", "POST"])
-@launch_required
+@host_admin_required
 def host_create(request):
     return _host_form_page(request, None)
 

@@ -3,16 +3,31 @@
 import pytest
 from django.contrib.auth.models import Group
 
-from runs.permissions import OPERATORS_GROUP
+from runs.permissions import HOST_ADMINS_GROUP, OPERATORS_GROUP
 from tests.support.worker import WorkerProcess
 
 
 @pytest.fixture
 def owner(django_user_model):
-    """An operator: may launch captures and edit hosts."""
+    """An operator: launches, cancels, imports, tags; edits a host's notes only."""
     user = django_user_model.objects.create_user("owner", password="owner-pass")
     user.groups.add(Group.objects.get(name=OPERATORS_GROUP))
     return user
+
+
+@pytest.fixture
+def host_admin(django_user_model):
+    """An operator who also administers hosts: creates them, changes how they are reached."""
+    user = django_user_model.objects.create_user("hostadmin", password="hostadmin-pass")
+    user.groups.add(Group.objects.get(name=OPERATORS_GROUP))
+    user.groups.add(Group.objects.get(name=HOST_ADMINS_GROUP))
+    return user
+
+
+@pytest.fixture
+def host_admin_client(client, host_admin):
+    client.force_login(host_admin)
+    return client
 
 
 @pytest.fixture
@@ -61,3 +76,18 @@ def running_workload():
 
     with start_workload(threads=2) as workload:
         yield workload
+
+
+@pytest.fixture
+def inline_analysis(monkeypatch):
+    """Analysis the web side queues runs at once, here: the test's transaction never
+    commits, so on_commit runs the callback now and Celery runs the task eagerly."""
+    from django.db import transaction
+
+    from config import celery_app
+
+    monkeypatch.setattr(transaction, "on_commit", lambda func, using=None, robust=False: func())
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = eager

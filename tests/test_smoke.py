@@ -49,4 +49,7 @@ def test_the_defaults_exist_after_migrate():
     default = KeywordSet.objects.get(is_default=True)
     assert default.keywords.filter(keyword="cuLaunchKernel", category="launch").exists()
     perms = set(Group.objects.get(name="operators").permissions.values_list("codename", flat=True))
-    assert {"launch_capture", "change_host", "add_host"} <= perms
+    assert {"launch_capture", "change_host"} <= perms
+    assert not {"add_host", "administer_hosts"} & perms
+    admins = Group.objects.get(name="host admins").permissions.values_list("codename", flat=True)
+    assert {"administer_hosts", "add_host", "change_host"} <= set(admins)

@@ -12,6 +12,8 @@ Input formats (detected from content; gzip and UTF-16/UTF-8 BOMs are accepted):
 - py-spy `dump` text (with or without `--native`, `--locals`) and `dump --json`:
   per-thread stacks at one instant, for the dump view (`parse_dump`).
 - py-spy's stdout log, for the lag analysis (`analyze_lag`).
+Keywords are substrings, `=name`, `re:regex` or `X under Y` (keywords.py); each
+keyword and category reports its `python_callers` (matching.py).
 Everything here is standard library only; no Django.
 """
 
@@ -22,11 +24,12 @@ from .dump import parse_dump  # noqa: E402
 from .errors import ProfileError  # noqa: E402
 from .export import to_folded, to_speedscope  # noqa: E402
 from .flamegraph import prune_flamegraph, select_threads  # noqa: E402
-from .keywords import GPU_KEYWORDS, Keyword, load_keywords  # noqa: E402
+from .keywords import GPU_KEYWORDS, Keyword, keyword_problem, load_keywords  # noqa: E402
 from .lag import analyze_lag  # noqa: E402
 from .profile import Profile  # noqa: E402
 from .raw import parse_raw_lines  # noqa: E402
 from .reading import parse_profile_text, read_profile  # noqa: E402
+from .sandwich import Sandwich, frames_like, sandwich  # noqa: E402, F401
 from .threads import ThreadTables, combine_threads, thread_tables  # noqa: E402
 from .types import (  # noqa: E402
     CategoryStat,
@@ -61,6 +64,7 @@ __all__ = [
     "analyze",
     "analyze_lag",
     "combine_threads",
+    "keyword_problem",
     "load_keywords",
     "parse_dump",
     "parse_profile_text",

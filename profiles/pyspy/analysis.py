@@ -3,8 +3,9 @@
 All passes are flat loops over the trie's arrays (parents precede children):
 - a node adds its inclusive value to frame f only when f is not above it
   (`first_on_path`), so recursion never double counts;
-- keywords and categories use bit masks carried down the path: a node adds its
-  inclusive value to a keyword only for bits its frame sets and no ancestor set.
+- keywords and categories use bit masks carried down the path (matching.py): a
+  node adds its inclusive value to a keyword only for bits its frame sets and no
+  ancestor set, and to that keyword's Python caller (the nearest Python frame above).
 Synthetic process/thread frames are left out of the frame lists and are never
 matched by keywords (a command line mentioning `queue` must not count).
 """
@@ -12,25 +13,33 @@ matched by keywords (a command line mentioning `queue` must not count).
 from __future__ import annotations
 
 import heapq
-import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from itertools import compress, islice
+from collections.abc import Iterable
+from itertools import compress
+from typing import NamedTuple
 
 from .flamegraph import trie_flamegraph
 from .frames import ThreadFilter, parse_process
 from .keywords import GPU_KEYWORDS, Keyword
 from .lag import analyze_lag
+from .matching import (
+    NO_PYTHON_FRAME,
+    PythonCallers,
+    bits_of,
+    category_names,
+    fresh_matches,
+    matcher_for,
+)
 from .profile import Accumulated, Profile, accumulate
 from .types import CategoryStat, FrameStat, KeywordStat, Stats, ThreadStat
 
+TOP_CALLERS = 10
 
-@dataclass(frozen=True)
-class AnalysisOptions:
-    """What to compute and for which threads."""
+
+class AnalysisOptions(NamedTuple):
+    """What to compute and for which threads (immutable, like a frozen dataclass)."""
 
     keywords: tuple[Keyword, ...] = GPU_KEYWORDS
-    """Keywords to look for in frames (substring, case-sensitive), with categories."""
+    """Keywords to look for in frames (forms in keywords.py), with their categories."""
     max_nodes: int = 8192
     """Most nodes the flamegraph may have, the pruned-mass nodes included (>= 2)."""
     threads: frozenset[str] | None = None
@@ -41,8 +50,7 @@ class AnalysisOptions:
     """Whether the result carries the (pruned) flamegraph tree."""
 
 
-@dataclass
-class _View:
+class _View(NamedTuple):
     """The profile seen through a thread filter: per-node samples and totals."""
 
     own: list[int]
@@ -60,7 +68,8 @@ def analyze(
     view = _view(profile, options.threads)
     top_n = max(options.top_n, 30)
     own_by_frame, total_by_frame = _own_by_frame(profile, view), view.frame_total
-    kw_counts, cat_counts = _keyword_counts(profile, view, options.keywords)
+    matched = _keyword_counts(profile, view, options.keywords)
+    n_kw, callers = len(options.keywords), matched.named_callers(profile.frames)
     stats: Stats = {
         "format": profile.format,
         "total_samples": view.grand_total,
@@ -70,8 +79,12 @@ def analyze(
         "threads": _threads(profile, total_by_frame, view.grand_total),
         "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
         "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
-        "keywords": keyword_list(options.keywords, kw_counts, view.grand_total),
-        "categories": category_list(options.keywords, cat_counts, view.grand_total),
+        "keywords": keyword_list(
+            options.keywords, matched.samples[:n_kw], callers[:n_kw], view.grand_total
+        ),
+        "categories": category_list(
+            options.keywords, matched.samples[n_kw:], callers[n_kw:], view.grand_total
+        ),
         "uncovered_native": _uncovered(profile, own_by_frame, options.keywords, view, top_n),
     }
     if options.include_flamegraph:
@@ -118,86 +131,36 @@ def _own_by_frame(profile: Profile, view: _View) -> list[int]:
     return own_by
 
 
-def frame_masks(profile: Profile, keywords: tuple[Keyword, ...]) -> tuple[list[int], list[int]]:
-    """Per distinct frame: bit mask of matching keywords and of their categories (cached).
-
-    One regex alternation finds the few frames that match anything; only those are
-    tested keyword by keyword.
-    """
-    key = ("masks", keywords)
-    cached = profile._cache.get(key)
-    if cached is not None:
-        return cached  # type: ignore[return-value]
-    names = category_names(keywords)
-    synthetic = profile.frame_info().synthetic
-    kw_masks, cat_masks = [0] * len(profile.frames), [0] * len(profile.frames)
-    if not keywords:
-        return kw_masks, cat_masks
-    any_keyword = re.compile("|".join(re.escape(kw.keyword) for kw in keywords)).search
-    for fid, name in enumerate(profile.frames):
-        if synthetic[fid] or not any_keyword(name):
-            continue
-        for bit, kw in enumerate(keywords):
-            if kw.keyword in name:
-                kw_masks[fid] |= 1 << bit
-                cat_masks[fid] |= 1 << names.index(kw.category)
-    profile._cache[key] = (kw_masks, cat_masks)
-    return kw_masks, cat_masks
-
-
-def _keyword_counts(
-    profile: Profile, view: _View, keywords: tuple[Keyword, ...]
-) -> tuple[list[int], list[int]]:
-    n_kw = len(keywords)
-    counts = [0] * (n_kw + len(category_names(keywords)))
+def _keyword_counts(profile: Profile, view: _View, keywords: tuple[Keyword, ...]) -> Matched:
+    """Samples and Python callers per keyword and category bit (see matching.py)."""
+    matched = Matched(len(keywords) + len(category_names(keywords)))
     if keywords:
-        kw_masks, cat_masks = frame_masks(profile, keywords)
-        masks = [k | c << n_kw for k, c in zip(kw_masks, cat_masks, strict=True)]
-        _count_masks(profile, view.total, masks, counts)
-    return counts[:n_kw], counts[n_kw:]
+        callers = PythonCallers(profile)
+        for node, fresh in fresh_matches(profile, matcher_for(profile, keywords)):
+            if view.total[node]:
+                matched.add(fresh, view.total[node], callers.of(node))
+    return matched
 
 
-def _count_masks(profile: Profile, total: list[int], masks: list[int], counts: list[int]) -> None:
-    """Add each matched node's inclusive value to the bits no matched ancestor set."""
-    for node, fresh in fresh_matches(profile, masks):
-        if total[node]:
-            add_bits(fresh, total[node], counts)
+class Matched:
+    """Per bit: samples, and samples per Python caller frame id (-1: none)."""
 
+    def __init__(self, n_bits: int) -> None:
+        self.samples = [0] * n_bits
+        self.callers: list[dict[int, int]] = [{} for _ in range(n_bits)]
 
-def fresh_matches(profile: Profile, masks: list[int]) -> Iterator[tuple[int, int]]:
-    """(node, bits) for each node whose frame sets bits no ancestor on its path set.
+    def add(self, bits: int, value: int, caller: int) -> None:
+        samples, callers = self.samples, self.callers
+        for bit in bits_of(bits):
+            samples[bit] += value
+            per = callers[bit]
+            per[caller] = per.get(caller, 0) + value
 
-    Only nodes whose frame matches something are visited (in id order, so parents
-    first); each finds the union of its matched ancestors by walking up to the
-    nearest matched one, whose union is already known.
-    """
-    parent = profile.parent
-    node_mask = map(masks.__getitem__, islice(profile.frame, 1, None))
-    matched = compress(range(1, profile.node_count), node_mask)
-    union: dict[int, int] = {}
-    for node in matched:
-        mine = masks[profile.frame[node]]
-        up = parent[node]
-        while up > 0 and up not in union:
-            up = parent[up]
-        above = union.get(up, 0)
-        union[node] = above | mine
-        fresh = mine & ~above
-        if fresh:
-            yield node, fresh
-
-
-def add_bits(bits: int, value: int, counts: list[int]) -> None:
-    index = 0
-    while bits:
-        if bits & 1:
-            counts[index] += value
-        bits >>= 1
-        index += 1
-
-
-def category_names(keywords: tuple[Keyword, ...]) -> list[str]:
-    return list(dict.fromkeys(kw.category for kw in keywords))
+    def named_callers(self, frames: list[str]) -> list[dict[str, int]]:
+        return [
+            {frames[f] if f >= 0 else NO_PYTHON_FRAME: c for f, c in per.items()}
+            for per in self.callers
+        ]
 
 
 def _threads(profile: Profile, total_by: list[int], whole: int) -> list[ThreadStat]:
@@ -240,31 +203,46 @@ def ranked_frames(rows: Iterable[tuple[int, str]], whole: int, top_n: int) -> li
     return [{"frame": f, "samples": c, "percent": percent(c, whole)} for c, f in top]
 
 
-def keyword_list(keywords: tuple[Keyword, ...], counts: list[int], whole: int) -> list[KeywordStat]:
+def keyword_list(
+    keywords: tuple[Keyword, ...], counts: list[int], callers: list[dict[str, int]], whole: int
+) -> list[KeywordStat]:
     rows: list[KeywordStat] = [
-        {"keyword": kw.keyword, "category": kw.category, "samples": c, "percent": percent(c, whole)}
-        for kw, c in zip(keywords, counts, strict=True)
+        {
+            "keyword": kw.keyword,
+            "category": kw.category,
+            "samples": c,
+            "percent": percent(c, whole),
+            "python_callers": top_callers(by_frame, whole),
+        }
+        for kw, c, by_frame in zip(keywords, counts, callers, strict=True)
     ]
     return sorted(rows, key=lambda r: -r["samples"])
 
 
 def category_list(
-    keywords: tuple[Keyword, ...], counts: list[int], whole: int
+    keywords: tuple[Keyword, ...], counts: list[int], callers: list[dict[str, int]], whole: int
 ) -> list[CategoryStat]:
     rows: list[CategoryStat] = [
-        {"category": cat, "samples": c, "percent": percent(c, whole)}
-        for cat, c in zip(category_names(keywords), counts, strict=True)
+        {
+            "category": cat,
+            "samples": c,
+            "percent": percent(c, whole),
+            "python_callers": top_callers(by_frame, whole),
+        }
+        for cat, c, by_frame in zip(category_names(keywords), counts, callers, strict=True)
     ]
     return sorted(rows, key=lambda r: -r["samples"])
+
+
+def top_callers(by_frame: dict[str, int], whole: int) -> list[FrameStat]:
+    """The 10 Python callers with most samples, ties by frame name."""
+    return ranked_frames(((c, f) for f, c in by_frame.items() if c), whole, TOP_CALLERS)
 
 
 def _uncovered(
     profile: Profile, own: list[int], keywords: tuple[Keyword, ...], view: _View, top_n: int
 ) -> list[FrameStat]:
     native = profile.frame_info().native
-    words = [kw.keyword for kw in keywords]
-    counts = [
-        c if c and native[f] and not any(w in profile.frames[f] for w in words) else 0
-        for f, c in enumerate(own)
-    ]
+    matched = matcher_for(profile, keywords).candidates
+    counts = [c if c and native[f] and not matched[f] else 0 for f, c in enumerate(own)]
     return _frame_list(profile, counts, view.grand_total, top_n)

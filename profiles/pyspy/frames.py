@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 _THREAD = re.compile(r"thread \((0[xX][0-9a-fA-F]+|\d+)\)(?:: (.*))?\Z", re.S)
 _PROCESS = re.compile(r'process (\d+):"(.*)"\Z', re.S)
+_INTERPRETER = re.compile(r"python[0-9.]*\Z")
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+\Z")
 _NATIVE_SOURCE = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".cu", ".cuh", ".rs", ".S")
 _PYTHON_PSEUDO = ("<frozen ", "<string>", "<stdin>", "<module>")
@@ -70,6 +71,22 @@ def is_native(frame: str) -> bool:
     if file.startswith(_PYTHON_PSEUDO) or file.endswith((".py", ".pyx", ".pyw")):
         return False
     return file.endswith(_NATIVE_SOURCE)
+
+
+def is_python(frame: str) -> bool:
+    """True for a Python frame: `name (file.py:N)`, `name (file.py)` (--nolineno),
+    `<frozen ...>`, `<string>:N` or a script without suffix (`flameshow:6`).
+
+    A frame is Python when it has a location and is neither native nor synthetic.
+    """
+    return bool(split_location(frame)[1]) and not is_native(frame) and not is_synthetic(frame)
+
+
+def is_interpreter(frame: str) -> bool:
+    """True for a native frame of CPython itself (`libpython3.11.so.1.0`, `python3.12`)."""
+    loc = split_location(frame)[1]
+    base = loc.rpartition("/")[2]
+    return base.startswith("libpython") or _INTERPRETER.match(base) is not None
 
 
 class ThreadFilter:

@@ -31,18 +31,26 @@ _START = re.compile(r"Sampling process (\d+) times a second(?: for (\d+) seconds
 _BEHIND = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|µs|us|ms|s)\s+behind in sampling")
 _WROTE = re.compile(r"Samples: (\d+) Errors: (\d+)")
 _STOPPED = re.compile(r"Stopped sampling because (.*?)\s*$")
+_ERROR = re.compile(r"^(?:py-spy> )?Error: (.+?)\s*$")
 _UNIT = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 HEADROOM = 0.8
 
 
 def analyze_lag(log_text: str) -> LagReport | None:
-    """Read py-spy's stdout; None when the text holds none of py-spy's lines."""
+    """Read py-spy's stdout; None when the text holds none of py-spy's lines.
+
+    py-spy's `Error: ...` line (a missing PID, no permission) counts as one of its
+    lines: the report then carries it in `error` and the verdict is "unreliable".
+    """
     rate = duration = samples = errors = None
     stop_reason: str | None = None
+    error: str | None = None
     behind: list[float] = []
     for raw_line in _ANSI.sub("", log_text).split("\n"):
         line = raw_line.strip()
-        if (m := _START.search(line)) is not None:
+        if error is None and (m := _ERROR.match(line)) is not None:
+            error = m.group(1)
+        elif (m := _START.search(line)) is not None:
             rate, duration = int(m.group(1)), _int_or_none(m.group(2))
         elif (m := _BEHIND.search(line)) is not None:
             behind.append(round(float(m.group(1)) * _UNIT[m.group(2)], 3))
@@ -50,9 +58,14 @@ def analyze_lag(log_text: str) -> LagReport | None:
             samples, errors = int(m.group(1)), int(m.group(2))
         elif (m := _STOPPED.search(line)) is not None:
             stop_reason = m.group(1)
-    if rate is None and not behind and samples is None and stop_reason is None:
+    if rate is None and not behind and samples is None and stop_reason is None and error is None:
         return None
-    return _report(rate, duration, samples, errors, stop_reason, behind)
+    report = _report(rate, duration, samples, errors, stop_reason, behind)
+    if error is not None:
+        report["error"] = error
+        report["verdict"] = "unreliable"
+        report["explanation"] = f"py-spy stopped with an error: {error}"
+    return report
 
 
 def _int_or_none(text: str | None) -> int | None:
@@ -103,6 +116,7 @@ def _report(
         "stop_reason": stop_reason,
         "series": _series(behind, fraction),
         "explanation": _explain(rate, worst, fraction, elapsed),
+        "error": None,
     }
 
 

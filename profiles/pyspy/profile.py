@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from . import frames as fr
@@ -26,33 +25,47 @@ class _Interner(dict[str, int]):
         return value
 
 
-@dataclass
-class FrameInfo:
+class FrameInfo(NamedTuple):
     """Per-frame facts computed once per distinct frame, not once per sample."""
 
     synthetic: bytearray
     native: bytearray
+    python: bytearray
+    """1 for Python frames (frames.is_python): neither synthetic nor native."""
     thread: dict[int, tuple[int | str, str, int | None]]
 
 
-@dataclass
 class Profile:
     """Parsed py-spy samples. Node 0 is the root; node i's frame is `frames[frame[i]]`.
 
     `first_on_path[i]` is 1 when node i's frame does not occur above it, so a
-    recursive frame is counted once per sample.
+    recursive frame is counted once per sample. (A plain class, not a dataclass:
+    importing dataclasses cost every CLI run ~8 ms.)
     """
 
-    format: Literal["raw", "speedscope"]
-    frames: list[str]
-    parent: array
-    frame: array
-    depth: array
-    self_count: list[int]
-    first_on_path: bytearray
-    branches: dict[int, int]
-    skipped_lines: int = 0
-    _cache: dict[object, object] = field(default_factory=dict, repr=False)
+    def __init__(
+        self,
+        *,
+        format: Literal["raw", "speedscope"],
+        frames: list[str],
+        parent: array,
+        frame: array,
+        depth: array,
+        self_count: list[int],
+        first_on_path: bytearray,
+        branches: dict[int, int],
+        skipped_lines: int = 0,
+    ) -> None:
+        self.format = format
+        self.frames = frames
+        self.parent = parent
+        self.frame = frame
+        self.depth = depth
+        self.self_count = self_count
+        self.first_on_path = first_on_path
+        self.branches = branches
+        self.skipped_lines = skipped_lines
+        self._cache: dict[object, object] = {}
 
     @property
     def node_count(self) -> int:
@@ -119,6 +132,7 @@ def _branch_index(branches: dict[int, int]) -> dict[int, list[int]]:
 def _frame_info(names: list[str]) -> FrameInfo:
     synthetic = bytearray(len(names))
     native = bytearray(len(names))
+    python = bytearray(len(names))
     threads: dict[int, tuple[int | str, str, int | None]] = {}
     for fid, name in enumerate(names):
         if fr.is_synthetic(name):
@@ -128,7 +142,9 @@ def _frame_info(names: list[str]) -> FrameInfo:
                 threads[fid] = (parsed[0], parsed[1], None)
         elif fr.is_native(name):
             native[fid] = 1
-    return FrameInfo(synthetic, native, threads)
+        else:
+            python[fid] = 1
+    return FrameInfo(synthetic, native, python, threads)
 
 
 class ProfileBuilder:

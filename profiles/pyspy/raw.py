@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from .profile import Profile, ProfileBuilder
 
 _MAX_HELD = 64
-_PROCESS_OPEN = re.compile(r'process \d+:"')
+PROCESS_OPEN = re.compile(r'process \d+:"')
 
 
 def parse_raw_lines(lines: Iterable[str]) -> Profile:
@@ -51,11 +51,11 @@ def parse_raw_lines(lines: Iterable[str]) -> Profile:
 def _careful_line(builder: ProfileBuilder, held: list[str], text: str) -> list[str]:
     """Everything the fast path declined; returns the lines still held."""
     if held:
-        joined = _record("\n".join([*held, text]))
+        joined = folded_record("\n".join([*held, text]))
         if joined is not None:
             builder.add(*joined)
             return []
-        if len(held) < _MAX_HELD and not _starts_record(text):
+        if len(held) < _MAX_HELD and not _startsfolded_record(text):
             return [*held, text]
         builder.skipped_lines += len(held)
     if not text.strip():
@@ -63,21 +63,23 @@ def _careful_line(builder: ProfileBuilder, held: list[str], text: str) -> list[s
     if text.startswith("#"):
         builder.skipped_lines += 1
         return []
-    record = _record(text)
+    record = folded_record(text)
     if record is not None:
         builder.add(*record)
         return []
-    if _PROCESS_OPEN.match(text):
+    if PROCESS_OPEN.match(text):
         return [text]
     builder.skipped_lines += 1
     return []
 
 
-def _starts_record(text: str) -> bool:
-    return text.startswith(("process ", "thread (")) and _record(text) is not None
+def _startsfolded_record(text: str) -> bool:
+    return text.startswith(("process ", "thread (")) and folded_record(text) is not None
 
 
-def _record(text: str) -> tuple[list[str], int] | None:
+def folded_record(text: str) -> tuple[list[str], int] | None:
+    """One collapsed-stack record as (frames, count), process frames whose command held
+    a `;` glued back; None when the text is not a whole record."""
     stack, _, num = text.rpartition(" ")
     if not stack or not (num.isdigit() and num.isascii() and len(num) < 19):
         return None
@@ -107,6 +109,6 @@ def _glue_process_frames(frames: list[str]) -> list[str] | None:
 
 
 def _closed(frame: str) -> bool:
-    return not _PROCESS_OPEN.match(frame) or (
+    return not PROCESS_OPEN.match(frame) or (
         frame.endswith('"') and len(frame) > frame.index('"') + 1
     )

@@ -4,27 +4,31 @@ Detection looks at the first 64 KiB: a UTF-16 BOM decodes the whole file as
 UTF-16; JSON (`{`/`[`) must be a speedscope document; SVG, `py-spy dump` text
 and py-spy's own log are recognised and refused with a reason; anything else is
 read as raw collapsed stacks, line by line, with invalid UTF-8 replaced by U+FFFD.
+One rule for NUL: a NUL byte anywhere (not only in the first 64 KiB) refuses the
+file as binary; raw input is checked line by line as it streams. A total beyond
+2^53 samples is refused as implausible (raw and speedscope alike).
 """
 
 from __future__ import annotations
 
 import codecs
-import gzip
-import json
 import re
-import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from .errors import ProfileError
+from .jsonstream import JsonError, JsonStream, text_pieces
 from .profile import Profile
 from .raw import parse_raw_lines
-from .speedscope import is_speedscope, parse_speedscope
+from .speedscope import Speedscope, parse_speedscope, read_speedscope
 
 _HEAD = 65536
+PIECE = 1 << 18
+"""JSON is decoded and parsed this many bytes (or characters) at a time."""
+MAX_SAMPLES = 2**53
+"""Totals beyond this are refused: no capture has them, and JSON numbers lose precision."""
 _DUMP = re.compile(r"Process \d+: .*\n(?:.*\n)*?Thread (?:\d+|0[xX][0-9a-fA-F]+)")
-_GZIP_ERRORS = (EOFError, OSError, zlib.error)
 
 
 def read_profile(path: str | Path) -> Profile:
@@ -32,13 +36,22 @@ def read_profile(path: str | Path) -> Profile:
     label = Path(path).name
     try:
         with open(path, "rb") as fh:
-            gzipped = fh.read(2) == b"\x1f\x8b"
-        if gzipped:
-            with gzip.open(path, "rb") as gz:
-                return _parse_stream(gz, label)
-        with open(path, "rb") as fh:
-            return _parse_stream(fh, label)
-    except _GZIP_ERRORS as exc:
+            if fh.read(2) != b"\x1f\x8b":
+                fh.seek(0)
+                return _parse_stream(fh, label)
+    except OSError as exc:
+        raise ProfileError(f"{label}: cannot read it ({exc.strerror})") from None
+    return _read_gzip(path, label)
+
+
+def _read_gzip(path: str | Path, label: str) -> Profile:
+    import gzip  # only here: it costs the plain-text CLI run a few ms of imports
+    import zlib
+
+    try:
+        with gzip.open(path, "rb") as gz:
+            return _parse_stream(gz, label)
+    except (EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise ProfileError(f"{label}: cannot read it ({exc.strerror})") from None
         raise ProfileError(f"{label} is gzip data that is truncated or corrupt ({exc})") from None
@@ -47,9 +60,11 @@ def read_profile(path: str | Path) -> Profile:
 def parse_profile_text(text: str, label: str = "input") -> Profile:
     """Parse already-decoded text (raw or speedscope JSON) into a Profile."""
     text = text.removeprefix("\ufeff")
+    if "\x00" in text:
+        raise ProfileError(_binary(label, f"a NUL character at offset {text.index(chr(0))}"))
     _refuse_other_kinds(text[:_HEAD], label)
     if text.lstrip()[:1] in ("{", "["):
-        return _parse_json(text, label)
+        return _parse_json(text_pieces(text, PIECE), label)
     return _checked(parse_raw_lines(text.split("\n")), label, bool(text.strip()))
 
 
@@ -58,23 +73,57 @@ def _parse_stream(fh: IO[bytes], label: str) -> Profile:
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return parse_profile_text((head + fh.read()).decode("utf-16", "replace"), label)
     if b"\x00" in head:
-        raise ProfileError(f"{label} is binary data (or UTF-16 without a BOM), not py-spy output")
+        raise ProfileError(_binary(label, f"a NUL byte at offset {head.index(0)}"))
     head_text = head.decode("utf-8", "replace").removeprefix("\ufeff")
     _refuse_other_kinds(head_text, label)
-    if head_text.lstrip()[:1] in ("{", "["):
-        return _parse_json((head + fh.read()).decode("utf-8", "replace"), label)
     fh.seek(0)
-    profile = parse_raw_lines(_decoded_lines(fh))
-    return _checked(profile, label, bool(head.strip()))
+    if head_text.lstrip()[:1] in ("{", "["):
+        return _parse_json_bytes(fh, label)
+    profile = parse_raw_lines(_decoded_lines(fh, label))
+    return _checked(profile, label, profile.node_count > 1 or profile.skipped_lines > 0)
 
 
-def _decoded_lines(fh: IO[bytes]) -> Iterator[str]:
+def _binary(label: str, where: str) -> str:
+    return f"{label} is binary data (or UTF-16 without a BOM), not py-spy output: {where}"
+
+
+def _decoded_lines(fh: IO[bytes], label: str) -> Iterator[str]:
+    """Lines as text; a NUL byte anywhere refuses the file, as in the first 64 KiB."""
     first = True
-    for line in fh:
+    for number, line in enumerate(fh, 1):
+        if b"\x00" in line:
+            raise ProfileError(_binary(label, f"a NUL byte on line {number}"))
         text = line.decode("utf-8", "replace")
         if first:
             text, first = text.removeprefix("\ufeff"), False
         yield text
+
+
+def _parse_json_bytes(fh: IO[bytes], label: str) -> Profile:
+    """Decoded and parsed piece by piece: the file is never held whole, as bytes,
+    text or objects (see speedscope.py for what is kept)."""
+    pieces = _decoded_pieces(fh, label)
+    try:
+        return _parse_json(pieces, label)
+    except ProfileError:
+        for _ in pieces:  # a NUL byte further on is the reason that names the file
+            pass
+        raise
+
+
+def _decoded_pieces(fh: IO[bytes], label: str) -> Iterator[str]:
+    """UTF-8 text (invalid bytes replaced, a BOM dropped); a NUL byte refuses the file."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    offset, first = 0, True
+    while block := fh.read(PIECE):
+        if (nul := block.find(0)) >= 0:
+            raise ProfileError(_binary(label, f"a NUL byte at offset {offset + nul}"))
+        offset += len(block)
+        text = decoder.decode(block)
+        if first and text:
+            text, first = text.removeprefix("\ufeff"), False
+        yield text
+    yield decoder.decode(b"", final=True)
 
 
 def _refuse_other_kinds(head: str, label: str) -> None:
@@ -95,14 +144,16 @@ def _refuse_other_kinds(head: str, label: str) -> None:
         )
 
 
-def _parse_json(text: str, label: str) -> Profile:
+def _parse_json(pieces: Iterable[str], label: str) -> Profile:
+    stream = JsonStream(iter(pieces))
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
+        doc = read_speedscope(stream) if stream.peek() == "{" else stream.value()
+        stream.end()
+    except JsonError as exc:
         raise ProfileError(f"{label} looks like JSON but is truncated or invalid ({exc})") from None
     except RecursionError:
         raise ProfileError(f"{label} is JSON nested too deeply to be a profile") from None
-    if is_speedscope(doc):
+    if isinstance(doc, Speedscope) and doc.is_speedscope:
         return _checked(parse_speedscope(doc, label), label, True)
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "thread_id" in doc[0]:
         raise ProfileError(
@@ -118,5 +169,11 @@ def _checked(profile: Profile, label: str, had_content: bool) -> Profile:
         raise ProfileError(
             f"{label} is not py-spy raw output: none of its {profile.skipped_lines} lines "
             "is a `frame;frame COUNT` record"
+        )
+    total = sum(profile.self_count)
+    if total > MAX_SAMPLES:
+        raise ProfileError(
+            f"{label} claims {total} samples, more than 2^53: implausible for py-spy "
+            "(a day at 1000 Hz on 1000 threads is under 2^37); the counts are corrupt"
         )
     return profile

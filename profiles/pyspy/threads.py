@@ -21,11 +21,8 @@ from itertools import compress
 from typing import Any, TypedDict
 
 from .analysis import (
-    add_bits,
+    Matched,
     category_list,
-    category_names,
-    frame_masks,
-    fresh_matches,
     keyword_list,
     pid_of,
     ranked_frames,
@@ -33,10 +30,17 @@ from .analysis import (
 )
 from .frames import ThreadFilter
 from .keywords import GPU_KEYWORDS, Keyword
+from .matching import (
+    NO_PYTHON_FRAME,
+    PythonCallers,
+    category_names,
+    fresh_matches,
+    matcher_for,
+)
 from .profile import Profile
 from .types import Stats
 
-VERSION = 1
+VERSION = 2
 
 
 class ThreadTable(TypedDict):
@@ -50,6 +54,9 @@ class ThreadTable(TypedDict):
     total: list[int]
     keywords: list[int]
     categories: list[int]
+    keyword_callers: list[list[int]]
+    """Per keyword: flat [frame index, samples, ...] of its Python callers (-1: none)."""
+    category_callers: list[list[int]]
 
 
 class ThreadTables(TypedDict):
@@ -67,7 +74,7 @@ class _Counts:
     def __init__(self, n_counts: int) -> None:
         self.own: dict[int, int] = {}
         self.total: dict[int, int] = {}
-        self.matched = [0] * n_counts
+        self.matched = Matched(n_counts)
         self.samples = self.unique = self.depth = 0
 
 
@@ -101,12 +108,11 @@ def thread_tables(profile: Profile, keywords: tuple[Keyword, ...] = GPU_KEYWORDS
         if not synthetic[fid]:
             counts[key >> _SHIFT].total[fid] = value
     if keywords:
-        kw_masks, cat_masks = frame_masks(profile, keywords)
-        masks = [k | c << n_kw for k, c in zip(kw_masks, cat_masks, strict=True)]
-        for node, fresh in fresh_matches(profile, masks):
+        callers = PythonCallers(profile)
+        for node, fresh in fresh_matches(profile, matcher_for(profile, keywords)):
             mine = counts.get(owner[node])
             if mine is not None and total[node]:
-                add_bits(fresh, total[node], mine.matched)
+                mine.matched.add(fresh, total[node], callers.of(node))
     return _tables(profile, keywords, counts)
 
 
@@ -137,7 +143,7 @@ def _tables(
     def pairs(counter: dict[int, int]) -> list[int]:
         flat = []
         for fid, samples in counter.items():
-            flat += (index.setdefault(fid, len(index)), samples)
+            flat += (index.setdefault(fid, len(index)) if fid >= 0 else -1, samples)
         return flat
 
     n_kw = len(keywords)
@@ -156,13 +162,15 @@ def _tables(
                 "max_depth": mine.depth,
                 "self": pairs(mine.own),
                 "total": pairs(mine.total),
-                "keywords": mine.matched[:n_kw],
-                "categories": mine.matched[n_kw:],
+                "keywords": mine.matched.samples[:n_kw],
+                "categories": mine.matched.samples[n_kw:],
+                "keyword_callers": [pairs(c) for c in mine.matched.callers[:n_kw]],
+                "category_callers": [pairs(c) for c in mine.matched.callers[n_kw:]],
             }
         )
     frames = [profile.frames[fid] for fid in index]
-    kw_masks = frame_masks(profile, keywords)[0]
-    uncovered = [i for i, fid in enumerate(index) if info.native[fid] and not kw_masks[fid]]
+    matched = matcher_for(profile, keywords).candidates
+    uncovered = [i for i, fid in enumerate(index) if info.native[fid] and not matched[fid]]
     return {
         "version": VERSION,
         "format": profile.format,
@@ -191,11 +199,18 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
     own, total = Counter[int](), Counter[int]()
     matched_kw = [0] * len(keywords)
     matched_cat = [0] * len(category_names(keywords))
+    kw_callers = [Counter[int]() for _ in matched_kw]
+    cat_callers = [Counter[int]() for _ in matched_cat]
     for table in chosen:
         _add_pairs(own, table["self"])
         _add_pairs(total, table["total"])
         matched_kw = [a + b for a, b in zip(matched_kw, table["keywords"], strict=True)]
         matched_cat = [a + b for a, b in zip(matched_cat, table["categories"], strict=True)]
+        # Tables stored before version 2 have no callers: their lists stay empty.
+        for counter, flat in zip(kw_callers, table.get("keyword_callers", []), strict=False):
+            _add_pairs(counter, flat)
+        for counter, flat in zip(cat_callers, table.get("category_callers", []), strict=False):
+            _add_pairs(counter, flat)
     frames, top_n = tables["frames"], max(top_n, 30)
     uncovered = set(tables["uncovered"])
     thread_rows = [thread_stat(t["tid"], t["name"], t["pid"], t["samples"], whole) for t in chosen]
@@ -209,12 +224,16 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
         "threads": thread_rows,
         "top_self": ranked_frames(((c, frames[i]) for i, c in own.items()), whole, top_n),
         "top_total": ranked_frames(((c, frames[i]) for i, c in total.items()), whole, top_n),
-        "keywords": keyword_list(keywords, matched_kw, whole),
-        "categories": category_list(keywords, matched_cat, whole),
+        "keywords": keyword_list(keywords, matched_kw, _named(kw_callers, frames), whole),
+        "categories": category_list(keywords, matched_cat, _named(cat_callers, frames), whole),
         "uncovered_native": ranked_frames(
             ((c, frames[i]) for i, c in own.items() if i in uncovered), whole, top_n
         ),
     }
+
+
+def _named(callers: list[Counter[int]], frames: list[str]) -> list[dict[str, int]]:
+    return [{frames[i] if i >= 0 else NO_PYTHON_FRAME: c for i, c in by.items()} for by in callers]
 
 
 def _add_pairs(counter: Counter[int], flat: list[int]) -> None:

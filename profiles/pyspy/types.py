@@ -38,16 +38,27 @@ class FrameStat(TypedDict):
 
 
 class KeywordStat(TypedDict):
+    """`python_callers`: where the matching samples come from in Python code.
+
+    For each matching sample, the nearest Python frame above the outermost
+    matching frame (or "(no Python frame)"), once per sample; percent of all
+    samples; top 10 by samples, ties by frame.
+    """
+
     keyword: str
     category: str
     samples: int
     percent: float
+    python_callers: list[FrameStat]
 
 
 class CategoryStat(TypedDict):
+    """`python_callers` as in KeywordStat, for the category's outermost match."""
+
     category: str
     samples: int
     percent: float
+    python_callers: list[FrameStat]
 
 
 class LagPoint(TypedDict):
@@ -71,6 +82,8 @@ class LagReport(TypedDict):
     stop_reason: str | None
     series: list[LagPoint]
     explanation: str
+    error: str | None
+    """py-spy's `Error: ...` text when the log holds one, else None."""
 
 
 class Stats(TypedDict):

@@ -8,7 +8,9 @@
   lines, bounds the wall clock, stops by closing stdin (the record script turns EOF
   into SIGINT for py-spy, which then writes its samples) and kills only after a
   grace period.
-- `ops`: `record`, `dump`, `check_host`, `list_processes`, built on the two.
+- `ops`: `record`, `dump`, `check_host`, `list_processes`, `alive_pids`, built on the two.
+- `many`: `record_many`, several PIDs of one host in one session started by one
+  `go` (whole-job captures), and its script builder `record_many_script`.
 
 Tests elsewhere swap the seam by patching the operations on this package
 (`runs.remote.record`, ...) or `runs.remote.runner.run` underneath them.
@@ -19,7 +21,9 @@ user's own shell.
 """
 
 from .build import (
+    alive_argv,
     check_script,
+    check_target,
     classify,
     dump_argv,
     prefix_words,
@@ -29,7 +33,9 @@ from .build import (
     ssh_argv,
     wrap,
 )
+from .many import ManyResult, Session, record_many, record_many_script
 from .model import (
+    CAUSE_LABELS,
     END_MARKER,
     PYSPY_MISSING,
     READY,
@@ -41,23 +47,29 @@ from .model import (
     RemoteError,
     Target,
 )
-from .ops import check_host, dump, list_processes, parse_ps, record
+from .ops import alive_pids, check_host, dump, list_processes, parse_ps, record
 from .runner import Completed, run
 
 __all__ = [
+    "CAUSE_LABELS",
     "END_MARKER",
     "PYSPY_MISSING",
     "READY",
     "Completed",
     "DumpResult",
     "HostCheck",
+    "ManyResult",
+    "Session",
     "ProcessInfo",
     "RecordResult",
     "RecordSettings",
     "RemoteError",
     "Target",
+    "alive_argv",
+    "alive_pids",
     "check_host",
     "check_script",
+    "check_target",
     "classify",
     "dump",
     "dump_argv",
@@ -67,6 +79,8 @@ __all__ = [
     "ps_argv",
     "record",
     "record_flags",
+    "record_many",
+    "record_many_script",
     "record_script",
     "run",
     "ssh_argv",

@@ -12,68 +12,48 @@ import shlex
 from runs import gpu
 
 from .model import (
-    ADDRESS_RE,
     CONTROL_RE,
     END_MARKER,
     MESSAGES,
     PYSPY_MISSING,
     READY,
-    USERNAME_RE,
     Cause,
     RecordSettings,
     RemoteError,
     Target,
+    check_address,
+    check_path,
+    check_pid,
+    check_port,
+    check_username,
+    split_exec_prefix,
 )
-
-
-def _checked(name: str, value: str, pattern: re.Pattern[str]) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ValueError(f"{name} {value!r} may hold only letters, digits and . _ - : @")
-    return value
-
-
-def _checked_path(name: str, value: str) -> str:
-    if CONTROL_RE.search(value) or '"' in value:
-        raise ValueError(f"{name} {value!r} may not contain quotes or control characters")
-    return value
-
-
-def _checked_pid(pid: object) -> int:
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        raise ValueError(f"a PID must be a positive int, not {pid!r}")
-    return pid
 
 
 def ssh_argv(target: Target) -> list[str]:
     """The `ssh ... -- DEST` argv for a target, without the remote command."""
-    address = _checked("address", target.address, ADDRESS_RE)
+    address = check_address(target.address)
     argv = ["ssh", "-T", "-o", "BatchMode=yes"]
     argv += ["-o", f"ConnectTimeout={int(target.connect_timeout_s)}"]
     argv += ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
     # Given on the command line so it wins over a user's config that would accept new keys.
     argv += ["-o", "StrictHostKeyChecking=yes"]
     if target.ssh_config:
-        argv += ["-F", _checked_path("ssh_config", target.ssh_config)]
+        argv += ["-F", check_path("ssh_config", target.ssh_config)]
     if target.known_hosts:
-        known = _checked_path("known_hosts", target.known_hosts)
+        known = check_path("known_hosts", target.known_hosts)
         argv += ["-o", f'UserKnownHostsFile="{known}"']
     if target.port is not None:
-        port = target.port
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-            raise ValueError(f"port {target.port!r} is not a TCP port")
-        argv += ["-p", str(target.port)]
+        argv += ["-p", str(check_port(target.port))]
     if target.username:
-        argv += ["-l", _checked("username", target.username, USERNAME_RE)]
+        argv += ["-l", check_username(target.username)]
     return [*argv, "--", address]
 
 
 def prefix_words(target: Target) -> list[str]:
     """`sudo -n --` (when asked) and the exec prefix, split like a shell would."""
     sudo = ["sudo", "-n", "--"] if target.sudo else []
-    words = shlex.split(target.exec_prefix)
-    if any("\x00" in word for word in words):
-        raise ValueError("exec_prefix may not contain NUL bytes")
-    return sudo + words
+    return sudo + split_exec_prefix(target.exec_prefix)
 
 
 def wrap(target: Target, argv: list[str]) -> list[str]:
@@ -84,6 +64,31 @@ def wrap(target: Target, argv: list[str]) -> list[str]:
         raise ValueError(f"unknown transport {target.transport!r}")
     # ssh hands one string to the remote login shell, which parses it exactly once.
     return [*ssh_argv(target), shlex.join(prefix_words(target) + list(argv))]
+
+
+def check_target(target: Target) -> None:
+    """Raise RemoteError("host_config") naming the first stored field the builders
+    cannot use (and how to fix it), so a bad host fails at once with that cause
+    instead of crashing a task later."""
+    try:
+        if target.transport == "ssh":
+            ssh_argv(target)
+        elif target.transport != "local":
+            raise ValueError(f"transport {target.transport!r} is not local or ssh")
+    except ValueError as exc:
+        raise _host_config(str(exc)) from None
+    try:
+        prefix_words(target)
+    except ValueError as exc:
+        problem = f"exec prefix {target.exec_prefix!r} cannot be split like a shell would ({exc})"
+        raise _host_config(problem) from None
+    if not isinstance(target.py_spy, str) or CONTROL_RE.search(target.py_spy):
+        raise _host_config(f"py-spy path {target.py_spy!r} may not hold control characters")
+
+
+def _host_config(problem: str) -> RemoteError:
+    message = f"{MESSAGES['host_config']}: {problem}; fix it on the host's Edit page"
+    return RemoteError("host_config", message, transient=False)
 
 
 def _pyspy_assignment(py_spy: str) -> str:
@@ -181,7 +186,7 @@ def record_script(
     A closed stdin (cancel, wall-clock stop, a dead worker or a dropped connection)
     sends SIGINT, so py-spy writes its samples; SIGKILL follows `kill_after_s` later.
     """
-    body = _RECORD_BODY.replace("@PID@", str(_checked_pid(pid)))
+    body = _RECORD_BODY.replace("@PID@", str(check_pid(pid)))
     body = body.replace("@FLAGS@", shlex.join(record_flags(settings)))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
@@ -189,9 +194,12 @@ def record_script(
     return _script_head(target) + body.replace("@MARKER@", END_MARKER)
 
 
-def dump_argv(target: Target, pid: int, native: bool = True, json: bool = False) -> list[str]:
+def dump_argv(
+    target: Target, pid: int, native: bool = True, json: bool = False, locals: bool = False
+) -> list[str]:
     """The local argv that runs `py-spy dump` for `pid` on the target."""
-    flags = ["--pid", str(_checked_pid(pid))] + ["--native"] * native + ["--json"] * json
+    flags = ["--pid", str(check_pid(pid))] + ["--native"] * native + ["--json"] * json
+    flags += ["--locals"] * locals
     script = _script_head(target) + f'exec "$PYSPY" dump {shlex.join(flags)}\n'
     return wrap(target, ["sh", "-c", script])
 
@@ -212,12 +220,38 @@ def check_script(target: Target) -> str:
 
 
 # -ww: without a terminal ps cuts args at the (often 80-column) width it guesses.
-PS_ARGV = ["ps", "-ww", "-eo", "pid=,user=,pcpu=,nlwp=,args="]
+PS_ARGV = ["ps", "-ww", "-eo", "pid=,ppid=,user=,pcpu=,nlwp=,args="]
+ENV_MARKER = "@@flamedeck-env-3b7d@@"
+# Only these variables are read from a process's environment, and only when their
+# value is a plain number: nothing else of the environment (tokens, keys) leaves the host.
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+_PS_BODY = r"""out=$(@PS@) || exit $?
+printf '%s\n' "$out"
+printf '%s\n' @MARKER@
+printf '%s\n' "$out" | while read -r pid ppid rest; do
+  case "$pid" in ''|*[!0-9]*) continue ;; esac
+  case "$rest" in *python*|*pypy*|*torchrun*|*accelerate*|*deepspeed*) ;; *) continue ;; esac
+  [ -r "/proc/$pid/environ" ] || continue
+  tr '\000' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -E '^(@VARS@)=[0-9]{1,7}$' |
+    while read -r pair; do printf '%s %s\n' "$pid" "$pair"; done
+done
+exit 0
+"""
 
 
 def ps_argv(target: Target) -> list[str]:
-    """The local argv that lists the target's processes with one `ps`."""
-    script = f"printf '%s\\n' {READY} >&2\nexec {shlex.join(PS_ARGV)}\n"
+    """The local argv that lists the target's processes with one `ps`, then (after
+    ENV_MARKER) `PID NAME=NUMBER` lines for the RANK_VARIABLES of Python processes
+    whose /proc/PID/environ is readable."""
+    body = _PS_BODY.replace("@PS@", shlex.join(PS_ARGV)).replace("@MARKER@", ENV_MARKER)
+    body = body.replace("@VARS@", "|".join(RANK_VARIABLES))
+    return wrap(target, ["sh", "-c", f"printf '%s\\n' {READY} >&2\n{body}"])
+
+
+def alive_argv(target: Target, pids: list[int]) -> list[str]:
+    """The local argv that prints `PID STAT` for those of `pids` that exist on the target."""
+    listed = ",".join(str(check_pid(pid)) for pid in pids)
+    script = f"printf '%s\\n' {READY} >&2\nps -o pid=,stat= -p {listed} || true\n"
     return wrap(target, ["sh", "-c", script])
 
 

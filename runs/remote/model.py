@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -10,7 +11,7 @@ Transport = Literal["local", "ssh"]
 Cause = Literal[
     "unreachable", "auth", "hostkey_unknown", "hostkey_changed", "pyspy_missing",
     "permission", "no_such_pid", "bound_exceeded", "exec_prefix", "connection_lost",
-    "unknown",
+    "host_config", "unknown",
 ]  # fmt: skip
 
 READY = "@@flamedeck-ready@@"  # printed to stderr once the script runs on the host
@@ -24,6 +25,63 @@ QUICK_TIMEOUT_S = 60.0  # bound for dump / check / ps, past the connect timeout
 ADDRESS_RE = re.compile(r"[A-Za-z0-9_.:][A-Za-z0-9_.:-]*\Z")
 USERNAME_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.@-]*\Z")
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+# Linux's pid_max cannot exceed 2^22 (PID_MAX_LIMIT on 64-bit kernels); py-spy panics
+# on larger numbers.
+PID_MAX = 4_194_304
+
+
+# The checks the builders apply to every host field. The Host model runs the same
+# functions as field validators, so a host the builder would refuse is never saved.
+def check_plain(name: str, value: str, pattern: re.Pattern[str]) -> str:
+    """`value` when it matches `pattern` (address, user name), else ValueError."""
+    if not isinstance(value, str) or not pattern.match(value):
+        raise ValueError(f"{name} {value!r} may hold only letters, digits and . _ - : @")
+    return value
+
+
+def check_address(value: str) -> str:
+    return check_plain("address", value, ADDRESS_RE)
+
+
+def check_username(value: str) -> str:
+    return check_plain("username", value, USERNAME_RE)
+
+
+def check_path(name: str, value: str) -> str:
+    """A file path for ssh's options (written inside double quotes there)."""
+    if CONTROL_RE.search(value) or '"' in value:
+        raise ValueError(f"{name} {value!r} may not contain quotes or control characters")
+    return value
+
+
+def check_py_spy(value: str) -> str:
+    """py-spy's path: shell-quoted where used, so only emptiness and control characters
+    (which no file name on a sane host holds) are refused."""
+    if not value or CONTROL_RE.search(value):
+        raise ValueError(f"py-spy path {value!r} must be non-empty, without control characters")
+    return value
+
+
+def split_exec_prefix(value: str) -> list[str]:
+    """The exec prefix split like a shell would; ValueError when it cannot be."""
+    if "\x00" in value:
+        raise ValueError("exec prefix may not contain NUL bytes")
+    try:
+        return shlex.split(value)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise ValueError(f"exec prefix {value!r} cannot be split into words: {exc}") from None
+
+
+def check_port(port: object) -> int:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"port {port!r} is not a TCP port (1-65535)")
+    return port
+
+
+def check_pid(pid: object) -> int:
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= PID_MAX:
+        raise ValueError(f"a PID must be an int in 1..{PID_MAX}, not {pid!r}")
+    return pid
 
 
 @dataclass(frozen=True)
@@ -80,7 +138,7 @@ class RecordSettings:
 
 MESSAGES: dict[str, str] = {
     "unreachable": "cannot reach the host: check the address and port, that sshd runs "
-    "and that the network allows it; flamedeck will retry",
+    "and that the network allows it",
     "auth": "the host refused the SSH key: add the worker's public key to the user's "
     "~/.ssh/authorized_keys, or set IdentityFile for the host in ~/.ssh/config",
     "hostkey_unknown": "the host key is not in known_hosts: verify the fingerprint, then "
@@ -99,10 +157,26 @@ MESSAGES: dict[str, str] = {
     "or pod name, that it is running, and the prefix words",
     "connection_lost": "the SSH connection dropped while py-spy ran (the host went down, "
     "sshd was stopped or the network broke), so the samples could not be fetched: check "
-    "the host; flamedeck will retry",
+    "the host",
+    "host_config": "the host's settings cannot be turned into a command",
     "unknown": "the remote command failed",
 }
 TRANSIENT_CAUSES = frozenset({"unreachable", "connection_lost"})
+# A few words per cause, for one-line states such as "retrying, attempt 2 of 4: ...".
+CAUSE_LABELS: dict[str, str] = {
+    "unreachable": "host unreachable",
+    "connection_lost": "connection lost",
+    "auth": "SSH key refused",
+    "hostkey_unknown": "unknown host key",
+    "hostkey_changed": "host key changed",
+    "pyspy_missing": "py-spy not found",
+    "permission": "ptrace denied",
+    "no_such_pid": "no such process",
+    "bound_exceeded": "py-spy did not stop",
+    "exec_prefix": "exec prefix failed",
+    "host_config": "unusable host settings",
+    "unknown": "remote command failed",
+}
 
 
 class RemoteError(Exception):
@@ -150,6 +224,14 @@ class ProcessInfo:
     cpu_percent: float
     threads: int
     command: str
+    ppid: int | None = None
+    """Parent PID: a launcher (torchrun) is the parent of its ranks."""
+    rank: int | None = None
+    """RANK from the process environment, when it was readable."""
+    local_rank: int | None = None
+    """LOCAL_RANK from the process environment, when it was readable."""
+    world_size: int | None = None
+    """WORLD_SIZE from the process environment, when it was readable."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +249,8 @@ class HostCheck:
     processes: list[ProcessInfo] = field(default_factory=list)
     cause: str | None = None
     error: str | None = None
+    error_detail: str = ""
+    """The command's own words (ssh's stderr tail) under the friendly `error`."""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for a JSONField or an API answer)."""

@@ -6,11 +6,16 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from . import runner
 from .build import (
+    ENV_MARKER,
+    RANK_VARIABLES,
+    alive_argv,
     check_script,
+    check_target,
     classify,
     clean_stderr,
     dump_argv,
@@ -162,9 +167,9 @@ def record(
     )
 
 
-def dump(target: Target, pid: int, native: bool = True) -> DumpResult:
+def dump(target: Target, pid: int, native: bool = True, locals: bool = False) -> DumpResult:
     """Print every thread's current stack with `py-spy dump` (raises RemoteError on failure)."""
-    done = _quick(target, dump_argv(target, pid, native=native))
+    done = _quick(target, dump_argv(target, pid, native=native, locals=locals))
     error = classify(done.returncode, done.stderr, done.text)
     if error is not None:
         raise error
@@ -178,24 +183,64 @@ def _is_python(command: str) -> bool:
 
 
 def parse_ps(text: str) -> list[ProcessInfo]:
-    """Python processes from `ps -eo pid=,user=,pcpu=,nlwp=,args=` output."""
+    """Python processes from `ps_argv`'s output: `ps -eo pid=,ppid=,user=,pcpu=,nlwp=,args=`
+    lines, then (after ENV_MARKER) `PID NAME=NUMBER` lines for RANK_VARIABLES."""
+    listing, _, env_text = text.partition(ENV_MARKER)
+    env = _rank_variables(env_text)
     found = []
-    for line in text.splitlines():
-        parts = line.split(None, 4)
-        if len(parts) == 5 and parts[0].isdigit() and _is_python(parts[4]):
+    for line in listing.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[0].isdigit() and _is_python(parts[5]):
             with contextlib.suppress(ValueError):
-                found.append(ProcessInfo(int(parts[0]), parts[1], float(parts[2]),
-                                         int(parts[3]), parts[4]))  # fmt: skip
+                pid, ppid, user, cpu, nlwp, command = parts
+                extra = env.get(int(pid), {})
+                found.append(ProcessInfo(int(pid), user, float(cpu), int(nlwp), command,
+                                         ppid=int(ppid), **extra))  # fmt: skip
     return found
 
 
+def _rank_variables(text: str) -> dict[int, dict[str, int]]:
+    env: dict[int, dict[str, int]] = {}
+    for line in text.splitlines():
+        pid, _, pair = line.strip().partition(" ")
+        name, _, value = pair.partition("=")
+        if pid.isdigit() and name in RANK_VARIABLES and value.isdigit():
+            env.setdefault(int(pid), {})[name.lower()] = int(value)
+    return env
+
+
 def list_processes(target: Target) -> list[ProcessInfo]:
-    """The Python processes running on the target (raises RemoteError on failure)."""
+    """The Python processes running on the target, with parent PIDs and, where the
+    environment is readable, RANK/LOCAL_RANK/WORLD_SIZE (raises RemoteError on failure)."""
     done = _quick(target, ps_argv(target))
     error = classify(done.returncode, done.stderr, "")
     if error is not None:
         raise error
     return parse_ps(done.text)
+
+
+ALIVE_TIMEOUT_S = 5.0
+
+
+def alive_pids(target: Target, pids: list[int], *, timeout_s: float = ALIVE_TIMEOUT_S) -> set[int]:
+    """Which of `pids` still run on the target (zombies count as exited), with one
+    `ps` and a short bound: RemoteError when the host cannot be asked in `timeout_s`."""
+    if not pids:
+        return set()
+    quick = replace(target, connect_timeout_s=max(1, min(target.connect_timeout_s, 3)))
+    done = _execute(quick, alive_argv(quick, pids), stdin_open=False, timeout_s=timeout_s,
+                    grace_s=1)  # fmt: skip
+    if done.stopped == "killed":
+        raise RemoteError("unreachable", f"no answer within {timeout_s:.0f} s", transient=True)
+    error = classify(done.returncode, done.stderr, "")
+    if error is not None:
+        raise error
+    alive = set()
+    for line in done.text.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0].isdigit() and not words[1].startswith("Z"):
+            alive.add(int(words[0]))
+    return alive & set(pids)
 
 
 _SSH_LEVEL = ("unreachable", "auth", "hostkey_unknown", "hostkey_changed")
@@ -228,14 +273,19 @@ def check_host(target: Target) -> HostCheck:
     Failures come back inside the HostCheck (`cause`, `error`), never raised.
     """
     try:
+        check_target(target)
         done = _quick(target, wrap(target, ["sh", "-c", check_script(target)]))
         error = classify(done.returncode, done.stderr, "")
         if error is not None:
             raise error
         processes = list_processes(target)
     except RemoteError as exc:
-        ok = target.transport == "local" or exc.cause not in _SSH_LEVEL
-        return HostCheck(ssh_ok=ok, cause=exc.cause, error=exc.message, reason=exc.message)
+        # Nothing past the failing step was looked at: py-spy and ptrace stay unknown
+        # (None), and the reason is said once, in `error`.
+        ok = exc.cause != "host_config" and (
+            target.transport == "local" or exc.cause not in _SSH_LEVEL
+        )
+        return HostCheck(ssh_ok=ok, cause=exc.cause, error=exc.message, error_detail=exc.detail)
     facts = dict(line.split("=", 1) for line in done.text.splitlines() if "=" in line)
     can_attach, reason = _verdict(facts)
     return HostCheck(

@@ -89,6 +89,7 @@ def run(
     timeout_s: float,
     on_line: Callable[[str, float], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    feed: Callable[[], bytes] | None = None,
     poll_s: float = 0.2,
     grace_s: float = 5.0,
 ) -> Completed:
@@ -96,7 +97,8 @@ def run(
 
     When `should_stop()` turns true or `timeout_s` passes, stdin is closed (the
     record script answers with SIGINT to py-spy); if the process is still alive
-    `grace_s` later, its process group is killed. `on_line` and `should_stop` run
+    `grace_s` later, its process group is killed. `feed()`, polled before each
+    `should_stop()`, returns bytes to write to stdin (b"" for none). The callbacks run
     in the calling thread. Raises OSError when argv[0] cannot be started.
     """
     start = time.monotonic()
@@ -113,7 +115,8 @@ def run(
     ]
     for pump in pumps:
         pump.start()
-    stopped, trigger = _supervise(proc, start + timeout_s, should_stop, lines, poll_s, grace_s)
+    control = _Control(should_stop, feed)
+    stopped, trigger = _supervise(proc, start + timeout_s, control, lines, poll_s, grace_s)
     elapsed = time.monotonic() - start
     for pump in pumps:
         pump.join(timeout=2)  # a leftover grandchild may hold a pipe; don't wait on it
@@ -124,10 +127,30 @@ def run(
     return Completed(proc.returncode, b"".join(out), stderr, elapsed, stopped, trigger)
 
 
+class _Control:
+    """The caller's say while the process runs: lines for its stdin, and when to stop."""
+
+    def __init__(
+        self, should_stop: Callable[[], bool] | None, feed: Callable[[], bytes] | None
+    ) -> None:
+        self.should_stop = should_stop
+        self.feed = feed
+
+    def wants_stop(self, proc: subprocess.Popen) -> bool:
+        if self.feed is not None:
+            data = self.feed()
+            if data and proc.stdin is not None:
+                # A process that stopped reading is about to end: nothing left to tell it.
+                with contextlib.suppress(OSError, ValueError):
+                    proc.stdin.write(data)
+                    proc.stdin.flush()
+        return self.should_stop is not None and self.should_stop()
+
+
 def _supervise(
     proc: subprocess.Popen,
     deadline: float,
-    should_stop: Callable[[], bool] | None,
+    control: _Control,
     lines: _Lines,
     poll_s: float,
     grace_s: float,
@@ -137,7 +160,7 @@ def _supervise(
     while proc.poll() is None:
         now = time.monotonic()
         if stop_at is None:
-            if should_stop is not None and should_stop():
+            if control.wants_stop(proc):
                 trigger = "should_stop"
             elif now >= deadline:
                 trigger = "timeout"

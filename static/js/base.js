@@ -28,5 +28,14 @@
     for (const child of children) if (child !== null && child !== undefined) node.append(child);
     return node;
   }
-  window.flamedeck = { cookie, escapeHtml, fetchJson, el };
+  // Bars drawn by width: the CSP forbids style="" attributes in the HTML, so templates
+  // give data-width (a percentage) and the width is set here through the CSSOM.
+  function applyWidths(root) {
+    for (const node of (root || document).querySelectorAll("[data-width]")) {
+      const width = Number.parseFloat(node.dataset.width);
+      if (Number.isFinite(width)) node.style.width = `${Math.min(100, Math.max(0, width))}%`;
+    }
+  }
+  document.addEventListener("DOMContentLoaded", () => applyWidths(document));
+  window.flamedeck = { cookie, escapeHtml, fetchJson, el, applyWidths };
 })();

@@ -14,8 +14,10 @@
     search: params.get("search") || "",
     focus: parseFocus(params.get("focus")),
     icicle: params.get("view") === "icicle",
+    sandwich: params.get("sandwich") || "",
   };
   let view = null;
+  let sandwichViews = null;
 
   function parseFocus(text) {
     try { const path = JSON.parse(text || "null"); return Array.isArray(path) ? path.map(String) : null; }
@@ -23,6 +25,8 @@
   }
 
   const el = window.flamedeck.el;
+  const CALLERS_SHOWN = 3;
+  const NO_PYTHON = "(no Python frame)";
 
   // --- state in the URL ----------------------------------------------------------
   function writeState() {
@@ -32,13 +36,16 @@
     set("search", state.search);
     set("focus", state.focus && state.focus.length ? JSON.stringify(state.focus) : "");
     set("view", state.icicle ? "icicle" : "");
+    set("sandwich", state.sandwich);
     const query = next.toString();
     history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
     document.querySelectorAll(".keep-state").forEach((input) => { input.value = location.pathname + (query ? "?" + query : ""); });
   }
 
   // --- tables ----------------------------------------------------------------------
-  const frameCell = (name) => el("td", { class: "frame" }, el("button", { type: "button", class: "frame-link", "data-frame": name, title: "Focus in the flamegraph" }, name));
+  // Frame rows count every occurrence of a frame, so a click opens its sandwich (all
+  // callers and callees merged) rather than zooming to one occurrence.
+  const frameCell = (name) => el("td", { class: "frame" }, el("button", { type: "button", class: "sandwich-link oneline", "data-frame": name, title: name }, name));
   const pctCell = (p) => el("td", { class: "num" }, `${Number(p ?? 0).toFixed(1)}%`);
   const barCell = (p, cls) => el("td", { class: "barcell" }, el("div", { class: `bar ${cls || ""}`, style: `width:${Math.min(100, Math.max(0, p || 0))}%` }));
 
@@ -54,16 +61,45 @@
       (list || []).map((f) => el("tr", {}, frameCell(f.frame), barCell(f.percent), el("td", { class: "num" }, fmt(f.samples)), pctCell(f.percent))), empty);
   }
 
+  // "95% from train_step (train.py:45)": each caller's share of the row's samples,
+  // linking to the flamegraph zoomed to that caller and searched for it.
+  function callersRow(entry, span) {
+    const callers = (entry.python_callers || []).slice(0, CALLERS_SHOWN);
+    if (!entry.samples || !callers.length) return null;
+    const items = callers.map((c) => el("li", {},
+      el("span", { class: "num" }, `${Math.round((100 * c.samples) / entry.samples)}%`), " from ",
+      c.frame === NO_PYTHON
+        ? el("span", { class: "muted" }, c.frame)
+        : el("button", { type: "button", class: "caller-link frame-link oneline mono", "data-frame": c.frame, title: `${c.frame}: ${fmt(c.samples)} samples, ${Number(c.percent).toFixed(1)}% of all. Click to zoom the flamegraph to it.` }, c.frame)));
+    return el("tr", { class: "callers" }, el("td", { colspan: String(span) }, el("ul", { class: "callerlist" }, ...items)));
+  }
+
+  // Stats analysed before call sites were counted have no python_callers at all.
+  function callersNote(stats) {
+    const old = (stats.categories || []).some((c) => c.samples && !("python_callers" in c));
+    let note = $("callers-note");
+    if (!note) { note = el("p", { id: "callers-note", class: "muted small" }); $("categories").after(note); }
+    note.textContent = old ? "Call sites (which Python line leads to each category) appear once this capture is re-analysed: it was analysed before they were counted." : "";
+    note.hidden = !old;
+  }
+
+  function withCallers(rows, entries, span) {
+    return rows.flatMap((row, i) => [row, callersRow(entries[i], span)].filter(Boolean));
+  }
+
   function renderTables(stats) {
     const slug = (s) => String(s).toLowerCase().replace(/[^a-z0-9]+/g, "-");
+    const categories = stats.categories || [];
     $("categories").replaceChildren(table([["Category"], [""], ["Samples", "num"], ["Share", "num"]],
-      (stats.categories || []).map((c) => el("tr", { class: c.samples ? "" : "zero" }, el("td", {}, c.category), barCell(c.percent, `cat-${slug(c.category)}`), el("td", { class: "num" }, fmt(c.samples)), pctCell(c.percent))),
+      withCallers(categories.map((c) => el("tr", { class: c.samples ? "" : "zero" }, el("td", {}, c.category), barCell(c.percent, `cat-${slug(c.category)}`), el("td", { class: "num" }, fmt(c.samples)), pctCell(c.percent))), categories, 4),
       "No keyword matched."));
+    const keywords = (stats.keywords || []).filter((k) => k.samples);
     $("keywords").replaceChildren(table([["Keyword"], ["Category"], [""], ["Samples", "num"], ["Share", "num"]],
-      (stats.keywords || []).filter((k) => k.samples).map((k) => el("tr", {},
+      withCallers(keywords.map((k) => el("tr", {},
         el("td", { class: "frame" }, el("button", { type: "button", class: "search-link", "data-search": k.keyword, title: "Highlight in the flamegraph" }, k.keyword)),
-        el("td", {}, k.category), barCell(k.percent, `cat-${slug(k.category)}`), el("td", { class: "num" }, fmt(k.samples)), pctCell(k.percent))),
+        el("td", {}, k.category), barCell(k.percent, `cat-${slug(k.category)}`), el("td", { class: "num" }, fmt(k.samples)), pctCell(k.percent))), keywords, 5),
       "No keyword matched any frame."));
+    callersNote(stats);
     $("top-self").replaceChildren(frameTable(stats.top_self, "No samples."));
     $("top-total").replaceChildren(frameTable(stats.top_total, "No samples."));
     $("uncovered").replaceChildren(frameTable(stats.uncovered_native, "Every hot native frame is covered by a keyword (or the capture has no native frames)."));
@@ -78,6 +114,7 @@
   function showFocus(path) {
     const box = $("fg-focus");
     const pin = $("pin-label");
+    $("fg-focus-sandwich").hidden = !path || !path.length;
     if (!path || !path.length) { box.textContent = ""; if (pin) pin.hidden = true; return; }
     box.textContent = "zoomed: " + path[path.length - 1];
     if (pin) { pin.hidden = false; $("pin-frame-name").textContent = path[path.length - 1]; syncPin(); }
@@ -116,6 +153,8 @@
   function focusFrame(name) {
     if (!view) return;
     const node = view.focusFrame(name);
+    state.focus = node ? fd.FlameView.pathOf(node) : null;
+    showFocus(state.focus);
     state.search = name;
     $("fg-search").value = name;
     showSearch(view.search(name));
@@ -124,12 +163,86 @@
     $("flame").scrollIntoView({ behavior: "smooth", block: "start" });
   }
 
+  // --- sandwich: one frame's callers and callees, merged across stacks -----------------
+  function sandwichTip(total) {
+    return (d) => `${fmt(d.data.value)} samples · ${total ? ((100 * d.data.value) / total).toFixed(1) : "0"}% of the frame's samples`;
+  }
+
+  function sandwichSummary(result) {
+    const pct = (n) => `${Number(n).toFixed(2)}%`;
+    if (!result.samples) return `No sample of ${state.threads.length ? "the chosen threads " : "this capture "}passes through this frame.`;
+    let text = `${fmt(result.samples)} samples (${pct(result.percent)} of all) pass through it, each counted once; ` +
+      `${fmt(result.self_samples)} (${pct(result.self_percent)}) end in it; it sits in ${fmt(result.occurrences)} place${result.occurrences === 1 ? "" : "s"} of the flamegraph.`;
+    if (result.samples === result.self_samples) text += " It calls nothing: every sample through it ends in it.";
+    if (result.approximate) text += ` Approximate: the stored flamegraph was pruned, and up to ${fmt(result.hidden_samples)} samples in pruned parts may pass through it too.`;
+    return text;
+  }
+
+  function renderSuggestions(result) {
+    const box = $("sandwich-suggestions");
+    const names = result.samples ? [] : result.suggestions || [];
+    box.hidden = !names.length;
+    box.replaceChildren(...(names.length ? [el("span", { class: "muted" }, "Frames containing this text: ")] : []),
+      ...names.map((name) => el("button", { type: "button", class: "sandwich-link oneline mono", "data-frame": name, title: name }, name)));
+  }
+
+  function drawSandwich(result) {
+    sandwichViews = sandwichViews || {
+      callers: new fd.FlameView($("sandwich-callers"), { inverted: false, describe: sandwichTip(0), onZoom: offerRecentre }),
+      callees: new fd.FlameView($("sandwich-callees"), { inverted: true, describe: sandwichTip(0), onZoom: offerRecentre }),
+    };
+    for (const side of ["callers", "callees"]) {
+      const chart = sandwichViews[side];
+      chart.options.describe = sandwichTip(result.samples);
+      if (result.samples) chart.render(result[side]);
+      else chart.container.replaceChildren();
+    }
+  }
+
+  // A frame clicked inside the sandwich can become the sandwich's frame.
+  function offerRecentre(path) {
+    const name = path && path.length ? path[path.length - 1] : "";
+    const button = $("sandwich-recentre");
+    button.hidden = !name || name === state.sandwich || name.startsWith("[pruned");
+    button.dataset.frame = name;
+    button.textContent = `sandwich of ${name}`;
+  }
+
+  async function openSandwich(name, scroll = true) {
+    if (!name) return;
+    state.sandwich = name;
+    writeState();
+    $("sandwich").hidden = false;
+    $("sandwich-frame").textContent = name;
+    $("sandwich-recentre").hidden = true;
+    $("sandwich-summary").textContent = "Loading…";
+    const query = new URLSearchParams({ frame: name });
+    if (state.threads.length) query.set("thread", state.threads.join(","));
+    let result;
+    try { result = await fd.fetchJson(`/api/captures/${data.id}/sandwich/?${query}`); }
+    catch (err) { $("sandwich-summary").textContent = `Could not load the sandwich: ${err.message}`; return; }
+    $("sandwich-summary").textContent = sandwichSummary(result);
+    renderSuggestions(result);
+    drawSandwich(result);
+    $("sandwich").dataset.ready = "1";
+    if (scroll) $("sandwich").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  function closeSandwich() {
+    state.sandwich = "";
+    $("sandwich").hidden = true;
+    writeState();
+  }
+
   function wireToolbar() {
     let timer = null;
     $("fg-search").addEventListener("input", (e) => {
       clearTimeout(timer);
       timer = setTimeout(() => { state.search = e.target.value.trim(); showSearch(view && view.search(state.search)); writeState(); }, 150);
     });
+    $("fg-sandwich").addEventListener("click", () => openSandwich($("fg-search").value.trim()));
+    $("fg-focus-sandwich").addEventListener("click", () => state.focus && openSandwich(state.focus[state.focus.length - 1]));
+    $("sandwich-close").addEventListener("click", closeSandwich);
     $("fg-reset").addEventListener("click", () => { if (view) view.reset(); state.focus = null; showFocus(null); writeState(); });
     const orient = (icicle) => {
       state.icicle = icicle;
@@ -171,7 +284,7 @@
     state.focus = null;
     updateThreadSummary();
     writeState();
-    await Promise.all([loadFlamegraph(), loadStats()]);
+    await Promise.all([loadFlamegraph(), loadStats(), state.sandwich ? openSandwich(state.sandwich, false) : null]);
   }
 
   function threadNote(text) {
@@ -223,13 +336,16 @@
     $("live-fill").style.width = `${p.duration_s ? Math.min(100, (100 * p.elapsed_s) / p.duration_s) : 2}%`;
     $("live-fill").classList.toggle("behind", (p.behind_s || 0) >= 1);
     $("live-line").textContent = capture.status === "running" && p.duration_s
-      ? `${p.elapsed_s} / ${p.duration_s} s · ≈ ${fmt(p.expected_samples)} samples so far · ${p.behind_s ? p.behind_s + " s behind" : "keeping up"}`
-      : capture.status === "parsing" ? "analysing samples…" : "queued, waiting for a worker…";
+      ? `${p.elapsed_s} / ${p.duration_s} s · ≈ ${fmt(p.expected_samples)} sampling rounds so far (the result counts one sample per thread per round) · ${p.behind_s ? p.behind_s + " s behind" : "keeping up"}`
+      : capture.status === "parsing" ? "analysing samples…"
+      : p.retry ? p.retry.message : "queued, waiting for a worker…";
     setTimeout(pollLive, 1000);
   }
 
   function wireActions() {
     document.addEventListener("click", (e) => {
+      const sandwich = e.target.closest(".sandwich-link");
+      if (sandwich) { openSandwich(sandwich.dataset.frame); return; }
       const frame = e.target.closest(".frame-link");
       if (frame) { focusFrame(frame.dataset.frame); return; }
       const search = e.target.closest(".search-link");
@@ -262,6 +378,7 @@
       renderThreadPicker(data.stats.threads);
       loadStats();
       loadFlamegraph();
+      if (state.sandwich) openSandwich(state.sandwich, false);
     }
   }
   if (!data.final) pollLive();

@@ -43,6 +43,7 @@
     settings.duration = parseInt(panel.querySelector("[name=duration]").value, 10);
     settings.rate = parseInt(panel.querySelector("[name=rate]").value, 10);
     for (const name of BOOLS) settings[name] = panel.querySelector(`[name=${name}]`).checked;
+    if (settings.kind === "dump") settings.dump_locals = panel.querySelector("[name=dump_locals]").checked;
     return settings;
   }
 
@@ -54,7 +55,8 @@
     const panel = el("div", { class: "capture-panel", hidden: true },
       el("div", { class: "row" },
         el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "record", checked: true }), " record"),
-        el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "dump" }), " dump (stacks now)")),
+        el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "dump" }), " dump (stacks now)"),
+        el("label", { title: "py-spy dump --locals: each frame's local variables" }, el("input", { type: "checkbox", name: "dump_locals" }), " with locals (dump)")),
       el("div", { class: "row" },
         el("label", {}, "Duration ", el("input", { type: "number", name: "duration", min: 1, max: ctx.maxDuration, value: d.duration }), " s"),
         el("label", {}, "Rate ", rateInput, " Hz")),
@@ -75,6 +77,13 @@
     return panel;
   }
 
+  // Open the panel leftwards when it would run past the window's right edge.
+  function keepInWindow(panel) {
+    panel.classList.remove("align-right");
+    if (panel.hidden) return;
+    if (panel.getBoundingClientRect().right > document.documentElement.clientWidth - 8) panel.classList.add("align-right");
+  }
+
   function mount(node) {
     const target = {
       host: parseInt(node.dataset.host, 10), pid: parseInt(node.dataset.pid, 10),
@@ -93,10 +102,10 @@
     const main = el("button", { type: "button", class: "primary capture-btn", title: `${d.duration} s at ${d.rate} Hz, native, threads` }, `Capture ${d.duration} s`);
     main.addEventListener("click", () => {
       // A known-bad default rate opens the panel so the user sees the warning first.
-      if (warning) { panel.hidden = false; return; }
+      if (warning) { panel.hidden = false; keepInWindow(panel); return; }
       start(Object.assign({}, d), main);
     });
-    const more = el("button", { type: "button", class: "capture-more", title: "Advanced settings", "aria-label": "Advanced capture settings", onclick: () => { panel.hidden = !panel.hidden; } }, "▾");
+    const more = el("button", { type: "button", class: "capture-more", title: "Advanced settings", "aria-label": "Advanced capture settings", onclick: () => { panel.hidden = !panel.hidden; keepInWindow(panel); } }, "▾");
     node.replaceChildren(main, more);
     if (warning) node.append(el("span", { class: "lagwarn-inline", title: warning.text }, `⚠ fell behind before; try ${warning.recommended} Hz`));
     node.append(panel);
@@ -138,7 +147,7 @@
     const p = capture.progress || {};
     if (capture.status === "running" && p.duration_s) {
       const behind = p.behind_s ? ` · ${p.behind_s} s behind` : " · keeping up";
-      return `${p.elapsed_s} / ${p.duration_s} s · ≈ ${p.expected_samples} samples${behind}`;
+      return `${p.elapsed_s} / ${p.duration_s} s · ≈ ${p.expected_samples} sampling rounds${behind}`;
     }
     if (capture.status === "parsing") return "analysing samples…";
     if (capture.status === "done" || capture.status === "cancelled") {
@@ -147,7 +156,7 @@
       return stats.format === "dump" ? `${(stats.dump_threads || []).length} threads` : `${stats.total_samples ?? 0} samples${verdict}`;
     }
     if (capture.status === "failed") return capture.error || "failed";
-    return "queued";
+    return p.retry ? p.retry.message : "queued";
   }
 
   async function poll(id, card, bar) {

@@ -158,5 +158,10 @@
       window.prompt("Copy this link", window.location.href);
     }
   });
+  document.querySelectorAll(".frames .show-all").forEach((button) => button.addEventListener("click", () => {
+    const body = button.parentElement.querySelector("tbody");
+    const collapsed = body.classList.toggle("collapsed");
+    button.textContent = collapsed ? `Show all ${button.dataset.total} frames` : `Show the top ${button.dataset.shown}`;
+  }));
   load();
 })();

@@ -1,30 +1,205 @@
-// Group page: the merged flamegraph of every process (with a process filter) and
-// the GPU timeline of each process's host when one was sampled.
+// Group page: every process side by side, live until every process ends (polling
+// the group's JSON), the process that differs most (only beyond noise), who waits
+// for whom, and the merged flamegraph of the processes that have samples.
+// Every text from the server goes in as text (frame names and errors are untrusted).
 (function () {
   "use strict";
-  const data = JSON.parse(document.getElementById("group-data").textContent);
+  const fd = window.flamedeck;
+  const el = fd.el;
+  const first = JSON.parse(document.getElementById("group-data").textContent);
   const container = document.getElementById("group-flamegraph");
   const filter = document.getElementById("process-filter");
-  const view = new window.flamedeck.FlameView(container, {});
+  const sandwichLink = document.getElementById("group-sandwich");
+  const view = new window.flamedeck.FlameView(container, { onZoom: offerSandwich });
+  let rowsByNode = new Map();
+  const unchecked = new Set();
+  const POLL_MS = 1000;
+  let shownWithSamples = null;
+
+  const dash = "—";
+  const ROUNDS_TITLE = "sampling rounds so far; the result counts one sample per thread per round";
+  const fmt = (value, digits = 1) => (value == null ? dash : Number(value).toFixed(digits));
+
+  function statusCell(row) {
+    return el("td", {}, el("span", { class: `badge status-${row.status}` }, row.status));
+  }
+
+  function elapsedText(row) {
+    if (row.elapsed_s == null) return dash;
+    return row.final ? `${fmt(row.elapsed_s)} s` : `${fmt(row.elapsed_s)} / ${row.duration_s} s`;
+  }
+
+  function lagCell(row) {
+    if (row.status === "failed") return el("td", { class: "num" }, dash);
+    const behind = row.behind_s ? `${fmt(row.behind_s, 2)} s behind` : row.final ? "" : "keeping up";
+    const parts = [];
+    if (row.verdict) parts.push(el("span", { class: `badge verdict-${row.verdict}` }, row.verdict), " ");
+    parts.push(el("span", { class: (row.behind_s || 0) >= 1 ? "behind" : "muted small" }, behind || (row.verdict ? "" : dash)));
+    return el("td", { class: "lag" }, ...parts);
+  }
+
+  // Live progress counts py-spy's sampling rounds; the result counts one sample per
+  // thread per round, so the number grows when the capture ends: say which is which.
+  function samplesCell(row) {
+    if (row.samples != null) return el("td", { class: "num", "data-cell": "samples" }, String(row.samples));
+    if (row.samples_estimated == null) return el("td", { class: "num", "data-cell": "samples" }, dash);
+    return el("td", { class: "num rounds", "data-cell": "samples", title: ROUNDS_TITLE }, `≈ ${row.samples_estimated} rounds`);
+  }
+
+  function processRows(page) {
+    const columns = 5 + page.categories.length;
+    const outlier = page.differs_most && page.differs_most.id;
+    return page.rows.flatMap((row) => {
+      const main = el("tr", { "data-capture": String(row.id), "data-status": row.status, class: row.id === outlier ? "outlier" : "" },
+        el("td", {}, el("a", { href: row.url }, row.label), row.id === outlier ? el("span", { class: "badge verdict-degraded differs-badge" }, "differs most") : null),
+        statusCell(row),
+        el("td", { class: "num", "data-cell": "elapsed" }, elapsedText(row)),
+        lagCell(row),
+        samplesCell(row),
+        ...page.categories.map((name) => el("td", { class: "num" }, row.status === "failed" || !(name in row.shares) ? dash : fmt(row.shares[name]))));
+      if (row.status !== "failed") return [main];
+      const cause = el("tr", { class: "cause", "data-cause-of": String(row.id) },
+        el("td", { colspan: String(columns) }, el("strong", {}, "Why " + row.label + " failed" + (row.error_cause ? " (" + row.error_cause + ")" : "") + ": "), row.error || "no reason was recorded"));
+      return [main, cause];
+    });
+  }
+
+  function renderTable(page) {
+    const head = el("thead", {}, el("tr", {}, el("th", {}, "process"), el("th", {}, "status"), el("th", { class: "num" }, "elapsed"),
+      el("th", {}, "lag"), el("th", { class: "num" }, "samples"), ...page.categories.map((name) => el("th", { class: "num" }, `${name} %`))));
+    document.getElementById("group-table").replaceChildren(head, el("tbody", {}, ...processRows(page)));
+  }
+
+  function renderDiffers(page) {
+    const d = page.differs_most || {};
+    const node = document.getElementById("differs-most");
+    node.className = `differs differs-${d.state || "none"}`;
+    if (d.state === "too_few") {
+      node.textContent = `${d.with_samples} process${d.with_samples === 1 ? "" : "es"} with samples so far: at least 3 are needed to say which one differs from the others.`;
+    } else if (d.state === "within_noise") {
+      node.textContent = `No process differs beyond noise: the largest difference (${d.closest}, ${d.distance} points over all categories) is within the others' range or the 95% interval.`;
+    } else if (d.state === "differs") {
+      const why = d.reasons.map((r) => `${r.category} ${r.percent}% vs ${r.others_percent}% in the others (${r.delta_points > 0 ? "+" : ""}${r.delta_points} points, 95% interval ${r.delta_low} to ${r.delta_high})`);
+      node.replaceChildren(el("strong", {}, `${d.label} differs most: `), why.join("; "), ".");
+    } else {
+      node.textContent = "";
+    }
+  }
+
+  function bar(row) {
+    const wait = el("span", { class: "seg wait" });
+    const compute = el("span", { class: "seg compute" });
+    wait.style.width = `${row.wait_percent}%`;
+    compute.style.width = `${row.compute_percent}%`;
+    return el("div", { class: "waitbar", title: `waiting ${row.wait_percent}% · computing ${row.compute_percent}%` }, compute, wait);
+  }
+
+  function renderWaiting(page) {
+    const w = page.waiting || {};
+    const out = document.getElementById("waiting");
+    if (!w.shown) {
+      const why = {
+        pending: "Shown once every process has ended.",
+        too_few: "Needs at least 2 processes with samples.",
+        skew: `The processes did not sample the same window (start skew ${w.start_skew_s} s), so their waits are not of the same moments.`,
+      }[w.reason] || "";
+      out.replaceChildren(el("p", { class: "muted" }, why));
+      return;
+    }
+    const rows = w.ranks.map((r) => el("tr", { class: r.id === w.straggler ? "straggler" : "", "data-capture": String(r.id) },
+      el("td", {}, el("a", { href: r.url }, r.label), r.id === w.straggler ? el("span", { class: "badge verdict-degraded" }, "the others wait for it") : null),
+      el("td", { class: "num" }, `${fmt(r.compute_percent)}`), el("td", { class: "num" }, `${fmt(r.wait_percent)}`),
+      el("td", {}, r.main_wait || dash), el("td", { class: "num muted" }, r.unknown ? fmt(r.unknown_percent) : ""),
+      el("td", { class: "barcell" }, bar(r))));
+    const head = el("tr", {}, el("th", {}, "process"), el("th", { class: "num" }, "computing %"), el("th", { class: "num" }, "waiting %"),
+      el("th", {}, "mostly waiting in"), el("th", { class: "num", title: "samples under pruned flamegraph nodes, not classified" }, "unknown %"), el("th", {}, ""));
+    out.replaceChildren(el("table", { class: "waiting-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
+  }
+
+  function renderFilter(page) {
+    const ready = page.rows.filter((row) => row.has_samples);
+    const key = ready.map((row) => row.id).join(",");
+    if (key === shownWithSamples) return false;
+    shownWithSamples = key;
+    if (!ready.length) {
+      filter.replaceChildren(el("p", { class: "muted" }, "No process has samples yet."));
+      return true;
+    }
+    filter.replaceChildren(...ready.map((row) => el("label", { class: "inline" },
+      el("input", { type: "checkbox", value: String(row.id), checked: !unchecked.has(String(row.id)) }), " ", row.label)));
+    return true;
+  }
 
   function selected() {
     return [...filter.querySelectorAll("input:checked")].map((box) => box.value);
   }
 
-  async function load() {
-    const params = new URLSearchParams(selected().map((id) => ["capture", id]));
-    const tree = await window.flamedeck.fetchJson(`/api/groups/${data.group}/flamegraph/?${params}`);
-    if (!tree.value) {
-      container.textContent = "No samples yet for the selected processes.";
+  async function loadFlamegraph() {
+    const ids = selected();
+    if (!ids.length) {
+      container.textContent = shownWithSamples ? "No process selected." : "No samples yet.";
       return;
     }
+    const params = new URLSearchParams(ids.map((id) => ["capture", id]));
+    const tree = await fd.fetchJson(`/api/groups/${first.group}/flamegraph/?${params}`);
+    if (!tree.value) { container.textContent = "No samples for the selected processes."; return; }
     view.render(tree);
     container.dataset.loaded = "true";
   }
 
-  filter.addEventListener("change", load);
-  load().catch((err) => { container.textContent = `Could not load the flamegraph: ${err.message}`; });
-  if (window.flamedeck.drawGpuTimeline) {
-    window.flamedeck.drawGpuTimeline(document.getElementById("gpu-timeline"), data.processes);
+  // A frame clicked in the merged tree belongs to one process (the node under the
+  // root): its sandwich opens on that process's capture page, exact and already there
+  // (a job-wide one would merge the ranks' trees again).
+  function offerSandwich(path) {
+    const row = path && path.length > 1 ? rowsByNode.get(path[0]) : null;
+    const frame = path ? path[path.length - 1] : "";
+    if (!row || frame.startsWith("[pruned")) { sandwichLink.hidden = true; return; }
+    sandwichLink.href = `${row.url}?sandwich=${encodeURIComponent(frame)}`;
+    sandwichLink.textContent = `sandwich of ${frame} in ${row.label}`;
+    sandwichLink.hidden = false;
   }
+
+  function render(page) {
+    rowsByNode = new Map(page.rows.map((row) => [`process ${row.label}`, row]));
+    const status = document.getElementById("group-status");
+    status.textContent = page.status;
+    status.className = `badge group-${page.status}`;
+    document.getElementById("group-skew").textContent = `${page.start_skew_s} s`;
+    renderTable(page);
+    renderDiffers(page);
+    renderWaiting(page);
+    if (renderFilter(page)) loadFlamegraph().catch((err) => { container.textContent = `Could not load the flamegraph: ${err.message}`; });
+  }
+
+  function drawGpus(page) {
+    if (window.flamedeck.drawGpuTimeline) window.flamedeck.drawGpuTimeline(document.getElementById("gpu-timeline"), page.processes);
+  }
+
+  async function poll() {
+    const note = document.getElementById("live-note");
+    try {
+      const page = await fd.fetchJson(first.liveUrl);
+      render(page);
+      if (page.final) {
+        note.textContent = "";
+        drawGpus(page);
+        document.body.dataset.groupFinal = "true";
+        return;
+      }
+      note.textContent = "· live";
+    } catch (err) {
+      note.textContent = `· lost track (${err.message}), retrying`;
+    }
+    setTimeout(poll, POLL_MS);
+  }
+
+  filter.addEventListener("change", (event) => {
+    const box = event.target;
+    if (box.checked) unchecked.delete(box.value); else unchecked.add(box.value);
+    loadFlamegraph().catch((err) => { container.textContent = `Could not load the flamegraph: ${err.message}`; });
+  });
+  render(first);
+  if (first.final) document.body.dataset.groupFinal = "true";
+  else setTimeout(poll, POLL_MS);
+  drawGpus(first);
 })();

@@ -5,7 +5,6 @@
   const { renderProcesses, el } = fd.hostChecks;
   const data = document.getElementById("run-data").dataset;
   const button = document.getElementById("list-processes");
-  if (!button) return;
   const form = document.getElementById("attach-form");
   const out = document.getElementById("host-processes");
 
@@ -16,7 +15,7 @@
     } }, "Use");
   }
 
-  button.addEventListener("click", async () => {
+  button?.addEventListener("click", async () => {
     const host = form.elements.host.value;
     if (!host) { out.replaceChildren(el("p", { class: "error" }, "Pick a host first.")); return; }
     button.disabled = true;
@@ -32,23 +31,92 @@
       button.disabled = false;
     }
   });
-  // Captures finishing on this page show up in the table on the next load.
-  document.addEventListener("flamedeck:capture-final", () => {
-    document.getElementById("captures")?.classList.add("stale");
+  // Liveness: ask the hosts (one bounded `ps` each) and mark exited processes.
+  function aliveMark(p) {
+    const when = p.checked_at ? ` (checked ${new Date(p.checked_at).toLocaleTimeString()})` : "";
+    if (p.alive === true) return el("span", { class: "badge verdict-ok", title: `running${when}` }, "running");
+    if (p.alive === false) return el("span", { class: "badge status-failed", title: `gone${when}; Capture all skips it` }, "exited");
+    return el("span", { class: "muted small", title: "not checked yet, or the host could not be asked" }, "unknown");
+  }
+
+  async function refreshAlive() {
+    const note = document.getElementById("alive-note");
+    const body = await fd.fetchJson(data.aliveUrl, { method: "POST" });
+    for (const p of body.processes) {
+      const row = document.querySelector(`tr[data-process="${p.id}"]`);
+      if (!row) continue;
+      row.classList.toggle("exited", p.alive === false);
+      row.querySelector("[data-cell=alive]").replaceChildren(aliveMark(p));
+    }
+    const errors = body.errors.map((e) => `${e.host}: ${e.error}`);
+    note.textContent = errors.length ? `Could not check every host — ${errors.join("; ")}` : "";
+    return body;
+  }
+
+  const aliveRefresh = document.querySelector("tr[data-process]") ? refreshAlive() : Promise.resolve(null);
+  aliveRefresh.catch((err) => { document.getElementById("alive-note").textContent = `Could not check the processes: ${err.message}`; });
+
+  // "Capture all" asks first: the same controls as one capture, remembered per run,
+  // and what it will touch.
+  const captureAll = document.getElementById("capture-all");
+  const dataNode = document.getElementById("capture-all-data");
+  if (!captureAll || !dataNode) return;
+  const ctx = JSON.parse(dataNode.textContent);
+  const dialog = document.getElementById("capture-all-dialog");
+  const dialogForm = document.getElementById("capture-all-form");
+  const problem = document.getElementById("capture-all-error");
+
+  function showPlan(plan) {
+    const hosts = `${plan.hosts} host${plan.hosts === 1 ? "" : "s"}`;
+    document.getElementById("capture-all-plan").textContent = plan.processes
+      ? `Will capture ${plan.processes} process${plan.processes === 1 ? "" : "es"} on ${hosts}.`
+      : "No running process to capture: every process of this run has exited.";
+    document.getElementById("capture-all-skipped").replaceChildren(...plan.skipped.map((p) =>
+      el("li", {}, `Skipped: ${p.host}:${p.pid}${p.role ? " " + p.role : ""} — exited`)));
+    document.getElementById("capture-all-start").disabled = !plan.processes;
+  }
+
+  function fillForm(settings) {
+    dialogForm.elements.duration.value = settings.duration;
+    dialogForm.elements.rate.value = settings.rate;
+    for (const name of ctx.bools) dialogForm.elements[name].checked = Boolean(settings[name]);
+  }
+
+  function readForm() {
+    const settings = { duration: parseInt(dialogForm.elements.duration.value, 10), rate: parseInt(dialogForm.elements.rate.value, 10) };
+    for (const name of ctx.bools) settings[name] = dialogForm.elements[name].checked;
+    return settings;
+  }
+
+  captureAll.addEventListener("click", () => {
+    fillForm(ctx.settings);
+    showPlan(ctx.plan);
+    problem.hidden = true;
+    dialog.showModal();
+    aliveRefresh.then(() => fd.fetchJson(ctx.checkUrl, { method: "POST" })).then((body) => showPlan(body.plan)).catch(() => {});
   });
 
-  // One click captures every process of the run with the same settings (a group).
-  const captureAll = document.getElementById("capture-all");
-  captureAll?.addEventListener("click", async () => {
-    captureAll.disabled = true;
+  async function start(settings) {
+    const json = { "Content-Type": "application/json" };
+    await fd.fetchJson(ctx.runUrl, { method: "PATCH", headers: json, body: JSON.stringify({ capture_settings: settings }) });
+    ctx.settings = settings;
+    return fd.fetchJson(ctx.captureUrl, { method: "POST", headers: json, body: JSON.stringify(settings) });
+  }
+
+  dialogForm.addEventListener("submit", async (event) => {
+    if (event.submitter && event.submitter.value === "cancel") return;
+    event.preventDefault();
+    const button = document.getElementById("capture-all-start");
+    button.disabled = true;
     try {
-      const group = await fd.fetchJson(captureAll.dataset.url, {
-        method: "POST", headers: { "Content-Type": "application/json" }, body: "{}",
-      });
+      const group = await start(readForm());
       window.location.assign(`/groups/${group.id}/`);
     } catch (err) {
-      captureAll.disabled = false;
-      captureAll.after(el("span", { class: "error" }, ` Could not start: ${err.message}`));
+      const body = err.body;
+      const detail = body && typeof body.detail === "string" ? body.detail : body ? Object.entries(body).map(([k, v]) => `${k}: ${[].concat(v).join(" ")}`).join("; ") : err.message;
+      problem.textContent = `Could not start: ${detail}`;
+      problem.hidden = false;
+      button.disabled = false;
     }
   });
 })();

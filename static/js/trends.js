@@ -6,6 +6,16 @@
   "use strict";
   const HEIGHT = 300;
   const MARGIN = { top: 12, right: 16, bottom: 34, left: 48 };
+  const MIN_SPAN_MS = 10 * 60e3;
+  const DAY_MS = 24 * 3600e3;
+
+  // Times, never bare seconds or milliseconds: the date appears once the span passes a day.
+  function timeFormat(domain) {
+    const span = domain[1] - domain[0];
+    if (span <= DAY_MS) return d3.timeFormat("%H:%M");
+    if (span <= 7 * DAY_MS) return d3.timeFormat("%b %d %H:%M");
+    return d3.timeFormat("%b %d");
+  }
 
   function isLagging(point) {
     return Boolean(point.lag) && point.lag !== "ok";
@@ -25,10 +35,10 @@
   function scales(series, width) {
     const points = series.flatMap((s) => s.points);
     const times = d3.extent(points, (p) => new Date(p.at));
-    if (+times[0] === +times[1]) {
-      times[0] = new Date(+times[0] - 3600e3);
-      times[1] = new Date(+times[1] + 3600e3);
-    }
+    // Points seconds apart would get millisecond ticks (":500"): keep at least 10 minutes.
+    const pad = Math.max(0, MIN_SPAN_MS - (times[1] - times[0])) / 2;
+    times[0] = new Date(+times[0] - pad);
+    times[1] = new Date(+times[1] + pad);
     const top = Math.max(1, d3.max(points, (p) => p.high) * 1.08);
     return {
       x: d3.scaleTime().domain(times).range([MARGIN.left, width - MARGIN.right]),
@@ -39,7 +49,7 @@
 
   function drawAxes(svg, s, xLabel) {
     svg.append("g").attr("class", "axis x").attr("transform", "translate(0," + (HEIGHT - MARGIN.bottom) + ")")
-      .call(d3.axisBottom(s.x).ticks(6));
+      .call(d3.axisBottom(s.x).ticks(6).tickFormat(timeFormat(s.x.domain())));
     svg.append("g").attr("class", "axis y").attr("transform", "translate(" + MARGIN.left + ",0)")
       .call(d3.axisLeft(s.y).ticks(5).tickFormat((v) => v + "%"));
     svg.append("text").attr("class", "axis-label").attr("x", MARGIN.left).attr("y", HEIGHT - 2).text(xLabel);
@@ -96,7 +106,9 @@
     container.textContent = "";
     const series = (data.series || []).filter((s) => s.points.length);
     if (!series.length) {
-      container.textContent = "No finished captures with samples yet.";
+      container.textContent = data.unknown
+        ? `Unknown ${data.kind} “${data.name}”: pick one from the list.`
+        : "No finished captures with samples yet.";
       container.dataset.state = "empty";
       return;
     }

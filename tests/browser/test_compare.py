@@ -126,3 +126,20 @@ def test_the_run_page_charts_category_shares_and_marks_lag_and_schedule(page, li
     assert "scheduled" in point.get_attribute("class")
     point.click()
     page.wait_for_url(f"**/captures/{scheduled.pk}/")
+
+
+def test_a_frame_row_opens_its_sandwich_in_the_capture_it_belongs_to(page, live_server, pair):
+    open_compare(page, live_server, *pair)
+    row = page.locator("#top-self tbody tr").filter(has_text=EVIL)
+    assert page.locator("#top-self b").count() == 0  # a hostile frame stays text
+    for side, capture in zip(("before", "after"), pair, strict=True):
+        row.locator(f"a.sandwich-{side}").click()
+        page.wait_for_url(f"**/captures/{capture.pk}/?sandwich=*")
+        page.wait_for_selector("#sandwich[data-ready='1']")
+        assert page.locator("#sandwich-frame").text_content() == EVIL
+        samples = 2000 - (620 if side == "before" else 120)
+        assert f"{samples:,} samples" in page.locator("#sandwich-summary").text_content()
+        open_compare(page, live_server, *pair)
+    # The inclusive table links the same way: a frame in both lists, two sandwiches.
+    total = page.locator("#top-total tbody tr").filter(has_text="main (train.py:1)")
+    assert total.locator("a.sandwich-before, a.sandwich-after").count() == 2

@@ -27,3 +27,26 @@ def test_the_group_page_draws_the_job_flamegraph_filters_processes_and_shows_gpu
     expect(page.locator("#gpu-timeline figure")).to_have_count(3)
     expect(page.locator("#gpu-timeline path.gpu-util")).to_have_count(3)
     shoot(page, "group_detail")
+
+
+def test_a_frame_of_the_merged_flamegraph_opens_its_sandwich_in_its_own_process(
+    open_tab,
+    teammate,
+    group,  # noqa: F811
+):
+    rank1 = group.captures.get(pid=101)
+    page = open_tab(teammate).goto(f"/groups/{group.pk}/")
+    page.wait_for_selector("#group-flamegraph[data-loaded='true']")
+    link = page.locator("#group-sandwich")
+    expect(link).to_be_hidden()
+    page.locator('#group-flamegraph g.frame[name="<b>step</b> rank 101"]').click()
+    expect(link).to_have_text("sandwich of <b>step</b> rank 101 in local:101 rank-1")
+    expect(page.locator("#group-sandwich b")).to_have_count(0)  # the frame stays text
+    page.locator('#group-flamegraph g.frame[name="process local:101 rank-1"]').click()
+    expect(link).to_be_hidden()  # a process node is no frame of the program
+    page.locator('#group-flamegraph g.frame[name="<b>step</b> rank 101"]').click()
+    link.click()
+    page.wait_for_url(f"**/captures/{rank1.pk}/?sandwich=*")
+    expect(page.locator("#sandwich[data-ready='1']")).to_have_count(1)
+    expect(page.locator("#sandwich-frame")).to_have_text("<b>step</b> rank 101")
+    expect(page.locator("#sandwich-summary")).to_contain_text("100 samples")

@@ -7,15 +7,17 @@ from playwright.sync_api import expect
 
 from profiles.models import Capture
 from tests.profiles.test_views import IMG, RAW, XSS
+from tests.test_xss_corpus import hostile_world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_crafted_frame_names_stay_text_everywhere(open_tab, teammate, tmp_path):
+def test_crafted_frame_names_stay_text_everywhere(open_tab, owner, tmp_path, celery_worker_process):
+    """The upload is parsed by a real worker; the page reloads itself once done."""
     raw = tmp_path / "evil.txt"
     # wide evil frames, so the flamegraph draws their labels
     raw.write_text(RAW.replace(" 10\n", " 400\n").replace(" 5\n", " 300\n"))
-    page = open_tab(teammate).goto("/captures/import/")
+    page = open_tab(owner).goto("/captures/import/")
     page.set_input_files("#id_file", str(raw))
     page.click("form.stacked button[type=submit]")
     page.wait_for_selector("#flamegraph[data-ready='1']")
@@ -34,7 +36,11 @@ def test_crafted_frame_names_stay_text_everywhere(open_tab, teammate, tmp_path):
 
     page.fill("#fg-search", "<script>")
     expect(page.locator("#fg-search-info")).to_contain_text("1 frame match")
-    page.locator("#top-self .frame-link", has_text="<script>").click()
+    # A table row opens the frame's sandwich; its name stays text there too.
+    page.locator("#top-self .sandwich-link", has_text="<script>").click()
+    expect(page.locator("#sandwich-frame")).to_have_text(XSS + " (evil.py:1)")
+    expect(page.locator("#sandwich[data-ready='1']")).to_have_count(1)
+    page.locator('#flamegraph g[name^="<script>"]').first.click()
     expect(page.locator("#fg-focus")).to_contain_text(XSS)
 
     page.fill(".commentform textarea", f"see {IMG} and {XSS}")
@@ -42,6 +48,33 @@ def test_crafted_frame_names_stay_text_everywhere(open_tab, teammate, tmp_path):
     page.click(".commentform button[type=submit]")
     expect(page.locator(".comments .pin")).to_contain_text("<script>")
     assert (
-        page.locator(".comments img, .comments script, #flamegraph img, #top-self img").count() == 0
+        page.locator(
+            ".comments img, .comments script, #flamegraph img, #top-self img, #sandwich img"
+        ).count()
+        == 0
     )
     assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+def test_hostile_text_in_hosts_roles_change_logs_and_command_lines_stays_text(
+    open_tab,
+    hostile_world,  # noqa: F811
+    teammate,
+    host_admin,
+):
+    """Pages that draw user and host text with JS: the host's processes (command
+    lines, users), its change log, the run's process roles (RANK labels), the group
+    page, the compare page. Nothing runs, no element is injected."""
+    for user in (teammate, host_admin):
+        tab = open_tab(user)
+        for url in hostile_world["pages"]:
+            if url.startswith(("/api/", "/admin/")) or "/edit/" in url:
+                continue
+            page = tab.goto(url)
+            page.wait_for_load_state("networkidle")
+            assert page.evaluate("typeof window.__xss") == "undefined", url
+            injected = "main img[src=x], main svg[onload], main script:not([src]):not([type])"
+            assert page.locator(injected).count() == 0, url
+    host_page = open_tab(host_admin).goto(hostile_world["host"])
+    expect(host_page.locator("#process-list")).to_contain_text(f"python {XSS}")
+    expect(host_page.locator("#host-changes")).to_contain_text(IMG)

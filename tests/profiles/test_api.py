@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 
 from profiles.models import Capture
 from runs.models import Host
+from runs.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -24,14 +24,15 @@ def _no_enqueue(monkeypatch):
     """The API only queues; running captures is the worker tests' business."""
     sent = []
     monkeypatch.setattr(
-        "profiles.services.capture_enqueue", lambda *, capture: sent.append(capture.pk)
+        "profiles.enqueue.capture_enqueue", lambda *, capture: sent.append(capture.pk)
     )
+    monkeypatch.setattr("profiles.enqueue.group_enqueue", lambda *, group: None)
     return sent
 
 
 def _token_client(client, user):
-    token = Token.objects.create(user=user)
-    client.defaults["HTTP_AUTHORIZATION"] = f"Token {token.key}"
+    _, key = api_token_create(user=user)
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {key}"
     return client
 
 
@@ -59,8 +60,8 @@ def test_a_bad_token_is_refused(client):
     assert client.get("/api/hosts/").status_code == 401
 
 
-def test_an_operator_creates_a_host_with_a_token(client, owner):
-    client = _token_client(client, owner)
+def test_a_host_admin_creates_a_host_with_a_token(client, host_admin):
+    client = _token_client(client, host_admin)
     body = {
         "name": "gpu-7",
         "transport": "ssh",
@@ -76,9 +77,9 @@ def test_an_operator_creates_a_host_with_a_token(client, owner):
     assert (host.address, host.port, host.exec_prefix) == ("gpu7.example", 2222, "pct exec 200 --")
 
 
-def test_a_host_address_that_looks_like_an_ssh_option_is_refused(owner_client):
+def test_a_host_address_that_looks_like_an_ssh_option_is_refused(host_admin_client):
     body = {"name": "evil", "transport": "ssh", "address": "-oProxyCommand=touch /tmp/x"}
-    response = owner_client.post("/api/hosts/", body, content_type="application/json")
+    response = host_admin_client.post("/api/hosts/", body, content_type="application/json")
     assert response.status_code == 400
     assert "address" in response.json()
 
@@ -146,19 +147,19 @@ def test_cancelling_a_queued_capture_ends_it_and_a_done_one_is_refused(owner_cli
     assert owner_client.post(f"/api/captures/{capture.pk}/cancel/").status_code == 409
 
 
-def test_import_stores_the_file_and_computes_stats(teammate_client):
+def test_import_stores_the_file_and_computes_stats(owner_client, inline_analysis):
     upload = io.BytesIO(RAW.encode())
     upload.name = "train.txt"
-    response = teammate_client.post("/api/captures/import/", {"file": upload})
+    response = owner_client.post("/api/captures/import/", {"file": upload})
     assert response.status_code == 201, response.content
     capture = Capture.objects.get(pk=response.json()["id"])
     assert capture.status == "done"
-    detail = teammate_client.get(f"/api/captures/{capture.pk}/").json()
+    detail = owner_client.get(f"/api/captures/{capture.pk}/").json()
     assert detail["stats"]["total_samples"] == 10
     assert "flamegraph" not in detail["stats"]
     launch = {c["category"]: c["percent"] for c in detail["stats"]["categories"]}["launch"]
     assert launch == pytest.approx(70.0)
-    tree = teammate_client.get(f"/api/captures/{capture.pk}/flamegraph/?max_nodes=50").json()
+    tree = owner_client.get(f"/api/captures/{capture.pk}/flamegraph/?max_nodes=50").json()
     assert tree["value"] == 10
 
 
@@ -168,16 +169,18 @@ THREADED = RAW + (
 )
 
 
-def test_a_thread_filter_sums_stored_tables_and_survives_pruning_the_raw_file(teammate_client):
+def test_a_thread_filter_sums_stored_tables_and_survives_pruning_the_raw_file(
+    owner_client, inline_analysis
+):
     from profiles import jobs
 
     upload = io.BytesIO(THREADED.encode())
     upload.name = "train.txt"
-    capture_id = teammate_client.post("/api/captures/import/", {"file": upload}).json()["id"]
+    capture_id = owner_client.post("/api/captures/import/", {"file": upload}).json()["id"]
     url = f"/api/captures/{capture_id}/"
-    whole = teammate_client.get(url).json()["stats"]
-    loader = teammate_client.get(url, {"thread": "loader"}).json()["stats"]
-    both = teammate_client.get(url, {"thread": "loader,11"}).json()["stats"]
+    whole = owner_client.get(url).json()["stats"]
+    loader = owner_client.get(url, {"thread": "loader"}).json()["stats"]
+    both = owner_client.get(url, {"thread": "loader,11"}).json()["stats"]
     assert whole["total_samples"] == 20 and loader["total_samples"] == 10
     assert [t["name"] for t in loader["threads"]] == ["loader"]
     assert {c["category"]: c["percent"] for c in loader["categories"]}["copy"] == 60.0
@@ -188,27 +191,31 @@ def test_a_thread_filter_sums_stored_tables_and_survives_pruning_the_raw_file(te
         k: v for k, v in whole.items() if k != "lag"
     }
     assert jobs.raw_prune(budget_bytes=0)["pruned"] == 1
-    after = teammate_client.get(url, {"thread": "loader"}).json()
+    after = owner_client.get(url, {"thread": "loader"}).json()
     assert after["raw_pruned"] and after["stats"] == loader
 
 
-def test_a_capture_without_stored_tables_says_so_instead_of_unfiltered_stats(teammate_client):
+def test_a_capture_without_stored_tables_says_so_instead_of_unfiltered_stats(
+    owner_client, inline_analysis
+):
     upload = io.BytesIO(THREADED.encode())
     upload.name = "train.txt"
-    capture_id = teammate_client.post("/api/captures/import/", {"file": upload}).json()["id"]
+    capture_id = owner_client.post("/api/captures/import/", {"file": upload}).json()["id"]
     Capture.objects.filter(pk=capture_id).update(threads_file="")  # analysed before tables
     url = f"/api/captures/{capture_id}/"
-    assert teammate_client.get(url, {"thread": "loader"}).json()["stats"] is None
-    assert teammate_client.get(url).json()["stats"]["total_samples"] == 20
+    assert owner_client.get(url, {"thread": "loader"}).json()["stats"] is None
+    assert owner_client.get(url).json()["stats"]["total_samples"] == 20
 
 
-def test_re_analysing_replaces_the_stored_files_instead_of_piling_them_up(teammate_client):
+def test_re_analysing_replaces_the_stored_files_instead_of_piling_them_up(
+    owner_client, inline_analysis
+):
     from profiles import services
     from profiles.models import KeywordSet
 
     upload = io.BytesIO(THREADED.encode())
     upload.name = "train.txt"
-    capture_id = teammate_client.post("/api/captures/import/", {"file": upload}).json()["id"]
+    capture_id = owner_client.post("/api/captures/import/", {"file": upload}).json()["id"]
     capture = Capture.objects.get(pk=capture_id)
     folder = capture.threads_file.storage.path(capture.threads_file.name).rsplit("/", 1)[0]
     before = sorted(p.name for p in Path(folder).iterdir())
@@ -217,14 +224,14 @@ def test_re_analysing_replaces_the_stored_files_instead_of_piling_them_up(teamma
     capture = services.capture_reanalyze(capture=capture, keyword_set=only_copy)
     after = sorted(p.name for p in Path(folder).iterdir())
     assert before == after and "threads.json.gz" in after
-    loader = teammate_client.get(f"/api/captures/{capture_id}/", {"thread": "loader"}).json()
+    loader = owner_client.get(f"/api/captures/{capture_id}/", {"thread": "loader"}).json()
     assert [c["category"] for c in loader["stats"]["categories"]] == ["copy"]
 
 
-def test_a_malformed_import_fails_with_its_reason_and_keeps_the_file(teammate_client):
+def test_a_malformed_import_fails_with_its_reason_and_keeps_the_file(owner_client, inline_analysis):
     upload = io.BytesIO(b"<svg xmlns='http://www.w3.org/2000/svg'></svg>")
     upload.name = "flame.svg"
-    response = teammate_client.post("/api/captures/import/", {"file": upload})
+    response = owner_client.post("/api/captures/import/", {"file": upload})
     assert response.status_code == 201
     capture = Capture.objects.get(pk=response.json()["id"])
     assert capture.status == "failed"

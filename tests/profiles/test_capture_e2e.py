@@ -5,11 +5,11 @@ import subprocess
 import time
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from profiles import services
 from profiles.models import Capture
 from runs.models import Host
+from runs.tokens import api_token_create
 from tests.support.sshd import ALIAS
 from tests.support.workload import pyspy_running
 
@@ -42,8 +42,8 @@ def _sampling(capture_id: int, pid: int, seconds: float) -> bool:
 
 
 def _api(client, user):
-    token = Token.objects.create(user=user)
-    client.defaults["HTTP_AUTHORIZATION"] = f"Token {token.key}"
+    _, key = api_token_create(user=user)
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {key}"
     return client
 
 

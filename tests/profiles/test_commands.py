@@ -37,7 +37,7 @@ def test_capture_of_a_dead_pid_fails_with_its_cause():
 def test_capture_queue_leaves_the_work_to_a_worker(monkeypatch, django_capture_on_commit_callbacks):
     sent = []
     monkeypatch.setattr(
-        "profiles.services.capture_enqueue", lambda *, capture: sent.append(capture.pk)
+        "profiles.enqueue.capture_enqueue", lambda *, capture: sent.append(capture.pk)
     )
     with django_capture_on_commit_callbacks(execute=True):
         call_command("capture", "--host", "local", "--pid", "4242", "--queue")
@@ -60,3 +60,23 @@ def test_import_capture_stores_and_analyses_a_file_with_its_log(capsys):
 def test_import_capture_of_a_missing_file_says_so():
     with pytest.raises(CommandError, match="no such file"):
         call_command("import_capture", "/nonexistent.txt")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("pid", ["0", "٣", "4194305", str(2**63)])
+def test_the_capture_command_refuses_pids_outside_linux_range(pid):
+    from django.core.management.base import CommandError
+
+    with pytest.raises((CommandError, SystemExit)):
+        call_command("capture", "--host", "local", "--pid", pid, "--queue")
+    assert not Capture.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_capture_command_refuses_a_local_host_when_local_hosts_are_off(settings):
+    from django.core.management.base import CommandError
+
+    settings.FLAMEDECK_LOCAL_HOST = False
+    with pytest.raises(CommandError, match="FLAMEDECK_LOCAL_HOST"):
+        call_command("capture", "--host", "local", "--pid", "5", "--queue")
+    assert not Capture.objects.exists()

@@ -7,8 +7,9 @@ import json
 import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
+from django.utils import timezone
 
-from profiles import jobs, services
+from profiles import enqueue, jobs
 from profiles.models import Capture
 from runs.models import Host, Run, RunProcess
 
@@ -45,7 +46,7 @@ def _gpu_timeline(busy: bool) -> dict:
 
 @pytest.fixture
 def group(monkeypatch):
-    monkeypatch.setattr(services, "capture_enqueue", lambda *, capture: None)
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
     run = Run.objects.create(name="job")
     local = Host.objects.get(name="local")
     for rank in range(3):
@@ -61,7 +62,12 @@ def group(monkeypatch):
                 {"category": "sync", "samples": sync, "percent": sync},
             ],
         }
+        # The stored tree holds what the stats say: launch and sync frames under a step.
         tree = _tree(f"<b>step</b> rank {capture.pid}", 100)
+        tree["children"][0]["children"][0]["children"] = [
+            {"name": "cuLaunchKernel (libcuda.so.1)", "value": launch, "children": []},
+            {"name": "cuStreamSynchronize (libcuda.so.1)", "value": sync, "children": []},
+        ]
         capture.flamegraph_file.save(
             "fg.json.gz", ContentFile(gzip.compress(json.dumps(tree).encode()))
         )
@@ -70,17 +76,100 @@ def group(monkeypatch):
     return group
 
 
-def test_the_group_page_shows_each_process_and_marks_the_one_that_differs(teammate_client, group):
-    response = teammate_client.get(reverse("profiles:group_detail", args=[group.pk]))
-    assert response.status_code == 200
+def page_data(response) -> dict:
     html = response.content.decode()
-    assert html.count('class="outlier"') == 1
-    outlier_row = html[html.index('class="outlier"') :].split("</tr>")[0]
-    assert "local:102 rank-2" in outlier_row and "differs most" in outlier_row
-    data = json.loads(
+    return json.loads(
         html.split('id="group-data" type="application/json">')[1].split("</script>")[0]
     )
+
+
+def test_the_group_page_shows_each_process_and_names_the_one_that_differs(teammate_client, group):
+    response = teammate_client.get(reverse("profiles:group_detail", args=[group.pk]))
+    assert response.status_code == 200
+    data = page_data(response)
+    assert [row["label"] for row in data["rows"]] == [
+        "local:100 rank-0",
+        "local:101 rank-1",
+        "local:102 rank-2",
+    ]
+    differs = data["differs_most"]
+    assert differs["state"] == "differs" and differs["label"] == "local:102 rank-2"
+    assert differs["id"] == data["rows"][2]["id"]
+    sync = next(r for r in differs["reasons"] if r["category"] == "sync")
+    assert (sync["percent"], sync["others_percent"]) == (70.0, 10.5)
+    assert sync["delta_low"] > 0
     assert [p["gpu"]["gpus"][0]["index"] for p in data["processes"]] == [0, 0, 0]
+
+
+def _set_mixes(group, mixes, total=100):
+    for capture, (launch, sync) in zip(group.captures.order_by("pid"), mixes, strict=True):
+        capture.stats = {
+            "total_samples": total,
+            "categories": [
+                {"category": "launch", "samples": launch, "percent": 100 * launch / total},
+                {"category": "sync", "samples": sync, "percent": 100 * sync / total},
+            ],
+        }
+        capture.save()
+
+
+def test_a_difference_inside_the_others_range_or_the_interval_crowns_nobody(teammate_client, group):
+    _set_mixes(group, [(30, 10), (34, 12), (27, 15)])
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["differs_most"]["id"] is None
+    assert data["differs_most"]["state"] == "within_noise"
+
+
+def test_a_small_real_looking_gap_on_few_samples_is_noise(teammate_client, group):
+    # 8/20 sits outside the others' range (15-20%), but at 20 samples the interval is wide.
+    for capture, (sync, total) in zip(
+        group.captures.order_by("pid"), [(3, 20), (4, 20), (8, 20)], strict=True
+    ):
+        capture.stats = {
+            "total_samples": total,
+            "categories": [{"category": "sync", "samples": sync, "percent": 100 * sync / total}],
+        }
+        capture.save()
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["differs_most"]["state"] == "within_noise"
+
+
+def test_with_fewer_than_three_processes_with_samples_nobody_is_crowned(teammate_client, group):
+    failed = group.captures.order_by("pid").last()
+    failed.status, failed.stats = "failed", None
+    failed.error, failed.error_cause = "no process with that PID on the host", "no_such_pid"
+    # Claimed and ended like a real failure, so it has a wall time that must not show.
+    failed.started_at = timezone.now() - timezone.timedelta(seconds=2)
+    failed.finished_at = timezone.now()
+    failed.save()
+    assert failed.wall_s
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["differs_most"] == {"id": None, "state": "too_few", "with_samples": 2}
+    row = data["rows"][2]
+    assert (row["samples"], row["elapsed_s"], row["behind_s"], row["shares"]) == (
+        None,
+        None,
+        None,
+        {},
+    )
+    assert row["has_samples"] is False and row["error_cause"] == "no_such_pid"
+    assert row["error"] == "no process with that PID on the host"
+
+
+def test_a_running_process_shows_elapsed_lag_and_estimated_samples(teammate_client, group):
+    running = group.captures.order_by("pid").first()
+    running.status, running.stats = "running", None
+    running.progress = {"elapsed_s": 4.2, "duration_s": 30, "behind_s": 1.3, "expected_samples": 58}
+    running.save()
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    row = data["rows"][0]
+    assert (row["status"], row["elapsed_s"], row["behind_s"]) == ("running", 4.2, 1.3)
+    assert (row["samples"], row["samples_estimated"], row["final"]) == (None, 58, False)
+    assert data["final"] is False and data["waiting"] == {"shown": False, "reason": "pending"}
+
+
+def test_the_live_json_needs_a_login(client, group):
+    assert client.get(f"/api/groups/{group.pk}/live/").status_code in (401, 403)
 
 
 def test_the_group_page_needs_a_login(client, group):
@@ -104,3 +193,158 @@ def test_the_merged_flamegraph_puts_each_process_under_its_own_node(teammate_cli
 def test_the_group_page_queries_stay_bounded(teammate_client, group, django_assert_max_num_queries):
     with django_assert_max_num_queries(12):
         teammate_client.get(reverse("profiles:group_detail", args=[group.pk]))
+    with django_assert_max_num_queries(10):
+        teammate_client.get(f"/api/groups/{group.pk}/live/")
+
+
+def _raw(compute: int, nccl: int, sync: int) -> list[str]:
+    step = "thread (1): MainThread;train (train.py:40);step (train.py:12)"
+    return [
+        f"{step};forward (model.py:88);cuLaunchKernel (libcuda.so.1) {compute}",
+        f"{step};all_reduce (distributed.py:2050);ncclAllReduce (libnccl.so.2);"
+        f"pthread_cond_wait (libc.so.6) {nccl}",
+        f"{step};item (train.py:13);cuStreamSynchronize (libcuda.so.1) {sync}",
+    ]
+
+
+@pytest.fixture
+def job(monkeypatch):
+    """Four ranks analysed by the real engine: rank 2 computes while the others wait."""
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    run = Run.objects.create(name="job-4")
+    local = Host.objects.get(name="local")
+    for rank in range(4):
+        RunProcess.objects.create(run=run, host=local, pid=200 + rank, role=f"rank-{rank}")
+    group = jobs.capture_group_create(user=None, run=run)
+    mixes = [(100, 250, 50), (110, 240, 50), (380, 10, 10), (90, 260, 50)]
+    for capture, mix in zip(group.captures.order_by("pid"), mixes, strict=True):
+        _store(capture, mix)
+    return group
+
+
+def _store(capture, mix) -> None:
+    from profiles import pyspy
+
+    stats = pyspy.analyze(pyspy.parse_raw_lines(_raw(*mix)))
+    tree = stats.pop("flamegraph")
+    capture.status, capture.stats = "done", stats
+    capture.flamegraph_file.save(
+        "fg.json.gz", ContentFile(gzip.compress(json.dumps(tree).encode()))
+    )
+
+
+def test_the_rank_that_computes_while_the_others_wait_is_named(teammate_client, job):
+    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
+    assert waiting["shown"] is True
+    ranks = waiting["ranks"]
+    assert [r["label"] for r in ranks] == [
+        "local:202 rank-2",
+        "local:201 rank-1",
+        "local:200 rank-0",
+        "local:203 rank-3",
+    ]
+    assert (ranks[0]["compute_percent"], ranks[0]["wait_percent"]) == (95.0, 5.0)
+    assert (ranks[1]["compute_percent"], ranks[1]["wait_percent"]) == (27.5, 72.5)
+    assert waiting["straggler"] == ranks[0]["id"]
+    assert ranks[1]["main_wait"] == "comm"
+
+
+def test_ranks_that_all_wait_alike_name_no_straggler(teammate_client, job):
+    for capture in job.captures.all():
+        _store(capture, (100, 250, 50))
+    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
+    assert waiting["shown"] is True and waiting["straggler"] is None
+
+
+def test_no_straggler_is_named_when_one_other_rank_waits_as_little(teammate_client, job):
+    """Rank 2 waits least, but rank 0 now computes alike: pooled with the two that wait,
+    the others would look far apart; the closest peer says nobody is singled out."""
+    rank0 = job.captures.get(pid=200)
+    _store(rank0, (375, 12, 13))
+    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
+    assert [r["label"] for r in waiting["ranks"]][:2] == ["local:202 rank-2", "local:200 rank-0"]
+    assert waiting["shown"] is True and waiting["straggler"] is None
+
+
+def test_ranks_that_did_not_sample_the_same_window_are_not_compared(
+    teammate_client, job, monkeypatch
+):
+    from profiles import group_selectors
+
+    real = group_selectors.jobs.group_summary
+    monkeypatch.setattr(
+        group_selectors.jobs, "group_summary", lambda g: {**real(g), "start_skew_s": 30.1}
+    )
+    data = teammate_client.get(f"/api/groups/{job.pk}/live/").json()
+    assert data["waiting"] == {"shown": False, "reason": "skew", "start_skew_s": 30.1}
+    assert data["start_skew_s"] == 30.1
+
+
+@pytest.mark.parametrize(("skew_s", "shown"), [(1.0, True), (1.5, False), (2.9, False)])
+def test_the_same_window_means_starts_within_one_second_whatever_the_duration(
+    teammate_client, job, monkeypatch, skew_s, shown
+):
+    """A 30 s capture once counted starts 3 s apart as one window (a tenth of it)."""
+    from profiles import group_selectors
+
+    job.captures.update(duration=30)
+    real = group_selectors.jobs.group_summary
+    monkeypatch.setattr(
+        group_selectors.jobs, "group_summary", lambda g: {**real(g), "start_skew_s": skew_s}
+    )
+    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
+    assert waiting["shown"] is shown
+    if not shown:
+        assert waiting == {"shown": False, "reason": "skew", "start_skew_s": skew_s}
+
+
+def test_capture_all_skips_exited_processes_and_the_group_page_says_so(owner_client, monkeypatch):
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    run = Run.objects.create(name="job-x")
+    local = Host.objects.get(name="local")
+    RunProcess.objects.create(run=run, host=local, pid=300, role="rank-0", alive=True)
+    RunProcess.objects.create(run=run, host=local, pid=301, role="rank-1", alive=False)
+    RunProcess.objects.create(run=run, host=local, pid=302, role="rank-2")
+    response = owner_client.post(f"/api/runs/{run.pk}/capture/", {}, "application/json")
+    assert response.status_code == 201
+    group_id = response.json()["id"]
+    assert sorted(Capture.objects.filter(group_id=group_id).values_list("pid", flat=True)) == [
+        300,
+        302,
+    ]
+    page = owner_client.get(reverse("profiles:group_detail", args=[group_id]))
+    assert page_data(page)["skipped"][0]["label"] == "local:301 (rank-1)"
+    assert "Skipped 1 process that had exited: local:301 (rank-1)." in page.content.decode()
+
+
+def test_capture_all_of_a_run_whose_processes_all_exited_is_a_400(owner_client):
+    run = Run.objects.create(name="job-y")
+    RunProcess.objects.create(run=run, host=Host.objects.get(name="local"), pid=9, alive=False)
+    response = owner_client.post(f"/api/runs/{run.pk}/capture/", {}, "application/json")
+    assert response.status_code == 400 and "exited" in str(response.json())
+
+
+def test_a_64_rank_group_page_stays_bounded_in_queries_and_time(
+    teammate_client, monkeypatch, django_assert_max_num_queries, capsys
+):
+    import time
+
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    run = Run.objects.create(name="job-64")
+    local = Host.objects.get(name="local")
+    RunProcess.objects.bulk_create(
+        RunProcess(run=run, host=local, pid=1000 + r, role=f"rank-{r:02d}") for r in range(64)
+    )
+    group = jobs.capture_group_create(user=None, run=run)
+    for n, capture in enumerate(group.captures.order_by("pid")):
+        _store(capture, (400 if n == 17 else 100, 10 if n == 17 else 250, 50))
+    teammate_client.get(f"/api/groups/{group.pk}/live/")  # warm: URL resolver, templates
+    with django_assert_max_num_queries(10):
+        start = time.monotonic()
+        data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+        elapsed = time.monotonic() - start
+    with capsys.disabled():
+        print(f"\ngroup live JSON, 64 done ranks: {elapsed * 1000:.0f} ms")
+    assert data["waiting"]["ranks"][0]["label"] == "local:1017 rank-17"
+    assert data["waiting"]["straggler"] == data["waiting"]["ranks"][0]["id"]
+    assert data["differs_most"]["label"] == "local:1017 rank-17"

@@ -8,7 +8,7 @@ from django.core.files.base import ContentFile
 from django.core.management import call_command
 from django.utils import timezone
 
-from profiles import jobs, selectors, services
+from profiles import enqueue, jobs, selectors
 from profiles.models import Capture
 from runs.models import Host, Run, RunProcess
 
@@ -18,7 +18,10 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def queued(monkeypatch):
     sent = []
-    monkeypatch.setattr(services, "capture_enqueue", lambda *, capture: sent.append(capture.pk))
+    monkeypatch.setattr(enqueue, "capture_enqueue", lambda *, capture: sent.append(capture.pk))
+    monkeypatch.setattr(
+        enqueue, "group_enqueue", lambda *, group: sent.extend(c.pk for c in group.captures.all())
+    )
     return sent
 
 
@@ -51,7 +54,8 @@ def test_a_run_without_processes_cannot_be_group_captured(queued):
 
 def _finish(capture, status, categories=(), started=None):
     capture.status = status
-    capture.started_at = started or timezone.now()
+    capture.started_at = timezone.now()
+    capture.sampling_started_at = started or timezone.now()
     capture.stats = {
         "total_samples": 100,
         "categories": [{"category": c, "samples": p, "percent": p} for c, p in categories],
@@ -89,6 +93,7 @@ def test_the_api_captures_a_whole_run_and_reports_the_group(
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["status"] == "running" and len(body["processes"]) == 3
+    assert body["start_skew_s"] == 0.0  # nobody sampled yet; the spread once they have
     assert owner_client.get(f"/api/groups/{body['id']}/").json()["captures"] == 3
 
 
@@ -108,6 +113,21 @@ def test_a_due_schedule_fires_once_and_keeps_only_the_newest_captures(run_with_p
     kept = Capture.objects.filter(run=run_with_processes, scheduled=True)
     assert kept.count() == 4
     assert all(c.scheduled and c.group.scheduled for c in kept)
+
+
+def test_a_run_whose_processes_all_exited_skips_its_tick_without_stopping_the_others(
+    run_with_processes, queued
+):
+    gone = Run.objects.create(name="gone", status="running")
+    RunProcess.objects.create(
+        run=gone, host=Host.objects.get(name="local"), pid=77, role="rank-0", alive=False
+    )
+    Run.objects.filter(pk__in=[gone.pk, run_with_processes.pk]).update(schedule_every_min=10)
+    groups = jobs.scheduled_captures_due()
+    assert [g.run_id for g in groups] == [run_with_processes.pk]
+    assert not Capture.objects.filter(run=gone).exists()
+    gone.refresh_from_db()
+    assert gone.schedule_last_at is not None  # tried this tick, next one in 10 min
 
 
 def test_a_finished_run_gets_no_scheduled_captures(run_with_processes, queued):
@@ -180,3 +200,37 @@ def test_scheduled_captures_are_marked_in_the_history(teammate_client, run_with_
     html = teammate_client.get(run_with_processes.get_absolute_url()).content.decode()
     assert html.count('title="Started by the run\'s capture schedule">scheduled') == 3
     assert f'href="/groups/{group.pk}/"' in html
+
+
+def _run_on_hosts(count: int) -> Run:
+    run = Run.objects.create(name=f"wide-{count}", status="running")
+    for index in range(count):
+        host = Host.objects.create(name=f"gpu-{index}", transport="ssh", address=f"g{index}")
+        RunProcess.objects.create(run=run, host=host, pid=500, role=f"rank-{index}")
+    return run
+
+
+def test_a_whole_job_capture_on_more_hosts_than_capture_threads_is_refused_naming_the_setting(
+    owner_client, queued, settings
+):
+    settings.FLAMEDECK_CAPTURE_CONCURRENCY = 2
+    wide = _run_on_hosts(3)
+    response = owner_client.post(f"/api/runs/{wide.pk}/capture/", {}, "application/json")
+    assert response.status_code == 400
+    (message,) = response.json()["run"]
+    assert "on 3 hosts" in message and "runs 2 host sessions at once" in message
+    assert message.count("FLAMEDECK_CAPTURE_CONCURRENCY") == 2  # what it is, what to raise
+    assert not Capture.objects.exists() and not wide.capture_groups.exists()
+    settings.FLAMEDECK_CAPTURE_CONCURRENCY = 3
+    response = owner_client.post(f"/api/runs/{wide.pk}/capture/", {}, "application/json")
+    assert response.status_code == 201 and len(response.json()["processes"]) == 3
+
+
+def test_a_scheduled_tick_of_a_run_too_wide_for_the_capture_threads_skips_that_run(
+    queued, settings, run_with_processes
+):
+    settings.FLAMEDECK_CAPTURE_CONCURRENCY = 2
+    wide = _run_on_hosts(3)
+    Run.objects.filter(pk__in=[wide.pk, run_with_processes.pk]).update(schedule_every_min=5)
+    groups = jobs.scheduled_captures_due()
+    assert [g.run_id for g in groups] == [run_with_processes.pk]

@@ -9,7 +9,7 @@ from profiles import jobs, pipeline
 from profiles.models import Capture
 from runs.models import Host, Run, RunProcess
 from tests.support.worker import WorkerProcess
-from tests.support.workload import pyspy_running
+from tests.support.workload import pyspy_running, start_workload
 
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
 
@@ -36,10 +36,12 @@ def two_hosts(tmp_path):
         server.cleanup()
 
 
-def _two_node_run(pid: int) -> Run:
+def _two_node_run(pids: tuple[int, int]) -> Run:
+    """Each "node" samples a process of its own: both are this machine, and two py-spy
+    on one PID interfere (see the fault matrix), which no real two-node job does."""
     py_spy = Host.objects.get(name="local").py_spy
     run = Run.objects.create(name="two-node", status="running")
-    for name in "ab":
+    for name, pid in zip("ab", pids, strict=True):
         host = Host.objects.create(
             name=f"node-{name}", transport="ssh", address=f"node-{name}", py_spy=py_spy
         )
@@ -78,7 +80,8 @@ def test_a_host_going_down_leaves_the_group_partial_and_the_other_capture_intact
 ):
     """node-b is down when the job capture starts, or dies with py-spy running on it."""
     (server_a, server_b), config = two_hosts
-    run = _two_node_run(running_workload.pid)
+    rank_b = start_workload(threads=2)
+    run = _two_node_run((running_workload.pid, rank_b.pid))
     worker = _worker(tmp_path, config, retries=retries)
     try:
         if when == "before":
@@ -92,6 +95,7 @@ def test_a_host_going_down_leaves_the_group_partial_and_the_other_capture_intact
         _wait_while(lambda: jobs.group_summary(group)["status"] == "running", timeout_s=60)
     finally:
         worker.stop()
+        rank_b.stop()
     by_host = _by_host(group)
     assert by_host["node-a"].status == "done", by_host["node-a"].error
     assert by_host["node-a"].stats["total_samples"] > 100
@@ -101,5 +105,5 @@ def test_a_host_going_down_leaves_the_group_partial_and_the_other_capture_intact
     assert jobs.group_summary(group)["status"] == "partial"
     if when == "during":
         assert "Sampling process" in pipeline.read_log(by_host["node-b"])  # py-spy's words kept
-        _wait_while(lambda: pyspy_running(running_workload.pid), timeout_s=10)
-        assert not pyspy_running(running_workload.pid), "node-b's py-spy outlived its connection"
+        _wait_while(lambda: pyspy_running(rank_b.pid), timeout_s=10)
+        assert not pyspy_running(rank_b.pid), "node-b's py-spy outlived its connection"

@@ -8,7 +8,7 @@ import gzip
 
 import pytest
 
-from profiles import pipeline, services
+from profiles import enqueue, pipeline, services
 from profiles.models import Capture
 from runs import remote
 from runs.models import Host
@@ -28,7 +28,7 @@ LOG = (
 
 @pytest.fixture
 def capture(monkeypatch):
-    monkeypatch.setattr(services, "capture_enqueue", lambda *, capture: None)
+    monkeypatch.setattr(enqueue, "capture_enqueue", lambda *, capture: None)
     return services.capture_create(
         user=None, host=Host.objects.get(name="local"), pid=4321, duration=5, rate=100
     )
@@ -169,3 +169,26 @@ def test_a_host_without_nvidia_smi_stores_no_gpu_timeline(monkeypatch, capture):
     pipeline.capture_execute(capture_id=capture.pk)
     capture.refresh_from_db()
     assert capture.gpu_samples is None
+
+
+def test_a_cancel_before_pyspy_wrote_anything_ends_cancelled_not_failed(monkeypatch, capture):
+    _swap_record(monkeypatch, _result(raw=None, log="", exit_code=130, stopped_by="cancel"))
+    assert pipeline.capture_execute(capture_id=capture.pk) == "cancelled"
+    capture.refresh_from_db()
+    assert capture.status == "cancelled" and "before py-spy" in capture.error
+
+
+def test_a_stale_parsing_capture_is_sent_to_analysis_again_not_failed(
+    monkeypatch, capture, django_capture_on_commit_callbacks
+):
+    from django.utils import timezone
+
+    sent = []
+    monkeypatch.setattr(enqueue, "analysis_enqueue", lambda *, capture_id: sent.append(capture_id))
+    old = timezone.now() - timezone.timedelta(seconds=120)
+    Capture.objects.filter(pk=capture.pk).update(status="parsing", heartbeat_at=old)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.reap_lost_captures(timeout_s=60) == 0
+        assert services.reap_lost_captures(timeout_s=60) == 0  # re-sent once per timeout
+    capture.refresh_from_db()
+    assert capture.status == "parsing" and sent == [capture.pk]

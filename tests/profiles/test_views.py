@@ -90,7 +90,6 @@ def bulk_captures(n: int, **fields) -> list[Capture]:
 PAGES = [
     ("profiles:capture_list", False),
     ("profiles:capture_detail", True),
-    ("profiles:capture_import", False),
     ("profiles:keywordset_list", False),
     ("profiles:keywordset_detail", "ks"),
 ]
@@ -132,15 +131,24 @@ def test_a_teammate_sees_every_page(teammate_client, capture, name, arg):
         ("profiles:keywordset_create", "get"),
         ("profiles:keywordset_edit", "get"),
         ("profiles:capture_reanalyze", "post"),
+        ("profiles:capture_import", "get"),
+        ("profiles:capture_import", "post"),
+        ("profiles:capture_tags", "post"),
     ],
 )
 def test_a_teammate_gets_403_on_operator_actions(teammate_client, capture, name, method):
     ks = KeywordSet.objects.get(is_default=True)
-    arg = {"profiles:keywordset_create": [], "profiles:keywordset_edit": [ks.pk]}.get(
-        name, [capture.pk]
-    )
-    response = getattr(teammate_client, method)(reverse(name, args=arg), {"keyword_set": ks.pk})
+    arg = {
+        "profiles:keywordset_create": [],
+        "profiles:keywordset_edit": [ks.pk],
+        "profiles:capture_import": [],
+    }.get(name, [capture.pk])
+    data = {"keyword_set": ks.pk, "tags": "viewer-tag"}
+    if name == "profiles:capture_import" and method == "post":
+        data = {"file": SimpleUploadedFile("r.txt", RAW.encode())}
+    response = getattr(teammate_client, method)(reverse(name, args=arg), data)
     assert response.status_code == 403
+    assert Capture.objects.count() == 1 and not capture.tags.exists()
 
 
 @pytest.mark.django_db
@@ -190,7 +198,10 @@ def test_a_teammate_comments_in_markdown_rendered_safely(teammate_client, captur
     )
     html = teammate_client.get(capture.get_absolute_url()).content.decode()
     assert "<strong>sync</strong>" in html
-    assert "<script>window.__xss" not in html and "javascript:" not in html
+    # The author's edit box holds the markdown source as escaped text; no link may
+    # carry the javascript: scheme.
+    assert "<script>window.__xss" not in html and 'href="javascript:' not in html
+    assert "[x](javascript:alert(1))</textarea>" in html
     assert 'data-frame="cuStreamSynchronize (libcuda.so.1)"' in html
 
 
@@ -204,15 +215,13 @@ def test_comments_refuse_an_outside_next_url(teammate_client, capture):
 
 
 @pytest.mark.django_db
-def test_tags_are_set_on_a_capture_and_filter_the_list(teammate_client, capture, owner):
+def test_tags_are_set_on_a_capture_and_filter_the_list(owner_client, capture, owner):
     other = imported(owner)
-    teammate_client.post(
+    owner_client.post(
         reverse("profiles:capture_tags", args=[capture.pk]), {"tags": "baseline, bs64"}
     )
     assert sorted(capture.tags.values_list("name", flat=True)) == ["baseline", "bs64"]
-    page = teammate_client.get(reverse("profiles:capture_list"), {"tag": "baseline"}).context[
-        "page"
-    ]
+    page = owner_client.get(reverse("profiles:capture_list"), {"tag": "baseline"}).context["page"]
     assert [c.pk for c in page.object_list] == [capture.pk] and other.pk != capture.pk
 
 
@@ -248,9 +257,9 @@ def test_a_speedscope_capture_downloads_as_folded_through_the_exporter(
 
 
 @pytest.mark.django_db
-def test_the_import_page_imports_into_a_run(teammate_client, owner):
+def test_the_import_page_imports_into_a_run(owner_client, owner, inline_analysis):
     run = Run.objects.create(name="bs64")
-    response = teammate_client.post(
+    response = owner_client.post(
         reverse("profiles:capture_import"),
         {"file": SimpleUploadedFile("r.txt", RAW.encode()), "run": run.pk},
     )
@@ -260,7 +269,7 @@ def test_the_import_page_imports_into_a_run(teammate_client, owner):
 
 
 @pytest.mark.django_db
-def test_an_operator_reanalyses_with_another_keyword_set(owner_client, capture):
+def test_an_operator_reanalyses_with_another_keyword_set(owner_client, capture, inline_analysis):
     ks = KeywordSet.objects.create(name="loader only")
     ks.keywords.create(keyword="load", category="data")
     response = owner_client.post(

@@ -69,3 +69,20 @@ def local_target() -> Target:
 def ssh_target(sshd: SSHServer) -> Target:
     """The loopback sshd reached through its ssh_config Host alias."""
     return Target(transport="ssh", address=ALIAS, py_spy=PY_SPY, ssh_config=str(sshd.config))
+
+
+@pytest.fixture
+def sleeper():
+    """A real process that runs until the test ends."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def dead_pid():
+    """A PID that belonged to a process that has exited (and was reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid

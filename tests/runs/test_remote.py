@@ -141,7 +141,7 @@ def test_the_wall_clock_bound_holds_when_pyspys_duration_would_run_long(local_ta
 def test_a_process_exiting_mid_capture_keeps_its_samples(local_target):
     from tests.support.workload import start_workload
 
-    with start_workload(exit_after=1.0) as short:
+    with start_workload().exit_once_sampled(1.0) as short:
         result = record(local_target, short.pid, RecordSettings(duration_s=3, rate=100))
     assert result.process_exited
     assert "target-0" in result.raw.decode()

@@ -299,14 +299,14 @@ def test_classify_falls_back_to_unknown_with_the_last_stderr_line():
 
 def test_parse_ps_keeps_python_processes_with_threads_and_cpu():
     text = (
-        "  101 root      0.0   1 /sbin/init\n"
-        "  202 train   398.5  87 /opt/venv/bin/python3.11 train.py --cfg a b\n"
-        "  303 train     1.0   4 python -m torch.distributed.run x\n"
-        "  404 root      0.0   1 ps -eo pid=,user=,pcpu=,nlwp=,args=\n"
+        "  101     0 root      0.0   1 /sbin/init\n"
+        "  202   303 train   398.5  87 /opt/venv/bin/python3.11 train.py --cfg a b\n"
+        "  303   101 train     1.0   4 python -m torch.distributed.run x\n"
+        "  404     1 root      0.0   1 ps -eo pid=,user=,pcpu=,nlwp=,args=\n"
     )
     found = parse_ps(text)
-    assert [(p.pid, p.user, p.cpu_percent, p.threads) for p in found] == [
-        (202, "train", 398.5, 87), (303, "train", 1.0, 4),
+    assert [(p.pid, p.ppid, p.user, p.cpu_percent, p.threads) for p in found] == [
+        (202, 303, "train", 398.5, 87), (303, 101, "train", 1.0, 4),
     ]  # fmt: skip
     assert found[0].command == "/opt/venv/bin/python3.11 train.py --cfg a b"
 

@@ -77,3 +77,19 @@ def test_gpu_sampling_can_be_turned_off(local_target, workload, fake_gpu_bin):
     result = record(target, workload.pid, settings, margin_s=5)
     assert result.raw and result.gpu_csv is None
     assert not (fake_gpu_bin / "nvidia-smi.args").exists()
+
+
+def test_a_multi_pid_record_samples_the_gpus_once_for_the_host(local_target, fake_gpu_bin):
+    from runs.remote import record_many
+    from tests.support.workload import start_workload
+
+    from .test_remote_many import Session
+
+    target = replace(local_target, exec_prefix=_prefix(fake_gpu_bin))
+    with start_workload(threads=2) as one, start_workload(threads=2) as two:
+        outcome = record_many(target, [one.pid, two.pid], RecordSettings(duration_s=2, rate=50),
+                              Session(), margin_s=5)  # fmt: skip
+    timeline = parse_nvidia_smi(outcome.gpu_csv)
+    assert [g["index"] for g in timeline["gpus"]] == [0, 1]
+    assert len(timeline["gpus"][0]["points"]) >= 4
+    assert all(b"target-0" in outcome.results[pid].raw for pid in (one.pid, two.pid))

@@ -26,6 +26,7 @@ from runs.remote import (
     ssh_argv,
     wrap,
 )
+from runs.remote.model import PID_MAX
 
 HOSTILE = [
     "; touch {c}",
@@ -139,8 +140,15 @@ def test_hostile_record_settings_are_refused(hostile, field):
 
 def test_hostile_settings_never_reach_a_shell_even_as_numbers(tmp_path):
     # The only free-form numbers are written by Python; sh -n proves the script parses.
-    script = record_script(Target("local"), 2**31 - 1, RecordSettings(duration_s=1e6, rate=10**6))
+    script = record_script(Target("local"), PID_MAX, RecordSettings(duration_s=1e6, rate=10**6))
     assert subprocess.run(["sh", "-n", "-c", script]).returncode == 0
+
+
+@pytest.mark.parametrize("pid", [0, -1, PID_MAX + 1, 2**31 - 1, 2**63, True, "5"])
+def test_a_pid_outside_linux_pid_range_is_refused_before_anything_runs(pid):
+    # py-spy panics on PIDs past pid_max; nothing of the kind reaches a host.
+    with pytest.raises(ValueError):
+        record_script(Target("local"), pid, RecordSettings(duration_s=1, rate=10))
 
 
 def test_the_canary_would_catch_a_value_that_reached_a_shell_unquoted(tmp_path):

@@ -1,4 +1,4 @@
-"""Outside programs some tests need (sshd, Chromium).
+"""Outside programs and services some tests need (sshd, Chromium, PostgreSQL).
 
 On a developer's machine a missing one skips those tests with the reason. Under CI
 (`CI` set, as `.ci/run` runs) it fails them instead: .ci/run installs both, so a
@@ -20,7 +20,11 @@ def missing_reason(path: Path | str, what: str, install: str) -> str | None:
 
 def require(path: Path | str, what: str, install: str) -> None:
     """Skip (locally) or fail (under CI) the calling test when `path` is missing."""
-    reason = missing_reason(path, what, install)
+    missing(missing_reason(path, what, install))
+
+
+def missing(reason: str | None) -> None:
+    """Skip (locally) or fail (under CI, which provides everything) for `reason`."""
     if reason is None:
         return
     if os.environ.get("CI"):

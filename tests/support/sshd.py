@@ -163,3 +163,19 @@ class SSHServer:
         """Stop the server and remove its temp dir."""
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cluster_config(servers: list[SSHServer], directory: Path) -> Path:
+    """One ssh client config with Host aliases node-0, node-1, ... for `servers`."""
+    known = directory / "known_hosts"
+    known.write_text("".join(s.known_hosts.read_text() for s in servers))
+    config = directory / "ssh_config"
+    config.write_text(
+        "".join(
+            f"Host node-{index}\n  HostName 127.0.0.1\n  Port {s.port}\n  User root\n"
+            f"  IdentityFile {s.client_key}\n  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n"
+            "  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
+            for index, s in enumerate(servers)
+        )
+    )
+    return config

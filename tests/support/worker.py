@@ -1,4 +1,4 @@
-"""A real `celery -A config worker` as a child process, sharing the caller's database.
+"""Real `celery -A config worker` processes as children, sharing the caller's database.
 
 Used by the tests (on the test database) and by bench/bench_capture.py.
 """
@@ -32,69 +32,140 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+def worker_argv(
+    queues: list[str], pool: str, concurrency: int, name: str, beat_schedule: Path | None = None
+) -> list[str]:
+    """`celery -A config worker` consuming `queues` with `pool` (as `manage.py serve`)."""
+    argv = [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "info"]
+    argv += ["-Q", ",".join(queues), "--pool", pool, "--concurrency", str(concurrency)]
+    argv += ["--prefetch-multiplier", "8"] if pool == "prefork" else []
+    argv += ["-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return argv + (["--beat", "--schedule", str(beat_schedule)] if beat_schedule else [])
+
+
 class WorkerProcess:
-    """`celery -A config worker` as a child process; stopped (or killed) by the test."""
+    """The app's workers as child processes, stopped (or killed) by the test.
+
+    Two workers, as `make worker` starts them: a threads pool on the default and
+    capture queues (waiting on samplers; `concurrency` threads) and a prefork pool on
+    the analysis queue (parsing; `analysis_concurrency` processes). Both log to
+    `log_path`.
+    """
 
     def __init__(
         self,
         log_path: Path,
-        concurrency: int = 2,
+        concurrency: int = 16,
         name: str = "w1",
         env: dict | None = None,
         beat: bool = False,
+        analysis_concurrency: int = 2,
     ) -> None:
         self.log_path = log_path
-        self.log = open(log_path, "w")  # noqa: SIM115 — closed in stop()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-l",
-                "info",
-                "--concurrency",
-                str(concurrency),
-                "--pool",
-                "prefork",
-                "-n",
-                f"{name}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                *(["--beat", "--schedule", str(log_path.with_suffix(".beat"))] if beat else []),
-            ],
+        self.log = open(log_path, "a")  # noqa: SIM115 — closed in stop()
+        # The queues the child's own settings name: an env with CELERY_QUEUE gets
+        # queues of its own (as config/settings.py derives them), not this run's.
+        default = (env or {}).get("CELERY_QUEUE", settings.CELERY_TASK_DEFAULT_QUEUE)
+        schedule = log_path.with_suffix(".beat") if beat else None
+        self.procs = [
+            self._start(
+                worker_argv(
+                    [default, f"{default}.capture"],
+                    "threads",
+                    concurrency,
+                    f"{name}-capture",
+                    schedule,
+                ),
+                env,
+            ),
+            self._start(
+                worker_argv(
+                    [f"{default}.analysis"],
+                    "prefork",
+                    analysis_concurrency,
+                    f"{name}-analysis",
+                ),
+                env,
+            ),
+        ]
+        self.proc = self.procs[0]
+        self._wait_ready()
+
+    def _start(self, argv: list[str], env: dict | None) -> subprocess.Popen:
+        return subprocess.Popen(
+            argv,
             cwd=ROOT,
             env={**worker_env(), **(env or {})},
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        self._wait_ready()
 
-    def _wait_ready(self, timeout_s: float = 30) -> None:
+    def _wait_ready(self, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if any(proc.poll() is not None for proc in self.procs):
+                self.stop()
                 raise RuntimeError(f"celery worker exited: {self.log_path.read_text()[-2000:]}")
-            if " ready." in self.log_path.read_text():
+            if self.log_path.read_text().count(" ready.") >= len(self.procs):
                 return
             time.sleep(0.2)
+        self.stop()
         raise RuntimeError(f"celery worker not ready: {self.log_path.read_text()[-2000:]}")
 
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self.procs]
+
+    def tree(self) -> list[int]:
+        """The workers' processes and everything they started."""
+        from tests.support.sshd import _descendants
+
+        return [pid for proc in self.procs for pid in (proc.pid, *_descendants(proc.pid))]
+
+    def ssh_clients(self) -> int:
+        """How many `ssh` clients the workers run right now (one per connection)."""
+        return sum(1 for pid in self.tree() if _argv0(pid) == "ssh")
+
+    def rss_mb(self) -> float:
+        """Resident memory of the workers' own processes (pool children included)."""
+        total = 0
+        for pid in self.tree():
+            if _argv0(pid).endswith(("python", "python3", "celery")):
+                total += _rss_kb(pid)
+        return total / 1024
+
     def kill(self) -> None:
-        """SIGKILL the whole worker (main process and pool children)."""
-        os.killpg(self.proc.pid, 9)
-        self.proc.wait()
+        """SIGKILL both workers (main processes and pool children)."""
+        for proc in self.procs:
+            os.killpg(proc.pid, 9)
+            proc.wait()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 15)
+        for proc in self.procs:
             try:
-                self.proc.wait(timeout=15)
+                proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
-                self.proc.wait()
+                os.killpg(proc.pid, 9)
+                proc.wait()
         self.log.close()
+
+
+def _argv0(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode().rsplit("/")[-1]
+    except OSError:
+        return ""
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0

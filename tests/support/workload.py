@@ -67,6 +67,22 @@ class Workload:
         self.pid = int(line.split("=", 1)[1])
         self.threads = threads + 2  # the targets, the waiter and the main thread
 
+    def exit_once_sampled(self, after_s: float) -> Workload:
+        """End the workload (SIGTERM) `after_s` seconds after a py-spy record of it is
+        seen to start. A timer from the workload's own start races py-spy's start-up on
+        a loaded machine, and a process that py-spy keeps stopping to sample can reach
+        its own exit seconds late."""
+
+        def end() -> None:
+            while self.proc.poll() is None and not pyspy_running(self.pid):
+                time.sleep(0.05)
+            time.sleep(after_s)
+            if self.proc.poll() is None:
+                self.proc.terminate()
+
+        threading.Thread(target=end, name=f"end-{self.pid}", daemon=True).start()
+        return self
+
     def wait_exit(self, timeout_s: float) -> int:
         """Wait for the workload to exit on its own."""
         return self.proc.wait(timeout=timeout_s)

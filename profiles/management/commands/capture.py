@@ -4,9 +4,11 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from config.params import PID_MAX, cli_int
 from profiles import pipeline, services
 from profiles.models import Capture
-from runs.models import Host, Run
+from runs.models import Run
+from runs.selectors import host_by_id_or_name
 
 
 class Command(BaseCommand):
@@ -16,12 +18,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", required=True, help="host name or id")
-        parser.add_argument("--pid", type=int, required=True)
+        parser.add_argument("--host", required=True, help="host name, or id (ASCII digits)")
+        parser.add_argument("--pid", type=cli_int(minimum=1, maximum=PID_MAX), required=True)
         parser.add_argument("--kind", choices=["record", "dump"], default="record")
-        parser.add_argument("--duration", type=int, default=30)
-        parser.add_argument("--rate", type=int, default=20)
-        parser.add_argument("--run", type=int, help="run id to file the capture under")
+        parser.add_argument("--duration", type=cli_int(minimum=1), default=30)
+        parser.add_argument("--rate", type=cli_int(minimum=1, maximum=2000), default=20)
+        parser.add_argument("--run", type=cli_int(minimum=1), help="run id to file it under")
         for flag in ("idle", "gil", "nonblocking", "subprocesses"):
             parser.add_argument(f"--{flag}", action="store_true")
         parser.add_argument("--no-native", dest="native", action="store_false")
@@ -29,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true", help="let a worker run it")
 
     def handle(self, *args, host: str, pid: int, kind: str, run: int | None, queue: bool, **opts):
-        target = Host.objects.filter(**({"pk": host} if host.isdigit() else {"name": host})).first()
+        target = host_by_id_or_name(host)  # a name, else an id read by config.params
         if target is None:
             raise CommandError(f"no host {host!r}")
         settings = {k: opts[k] for k in services.RECORD_FIELDS}
@@ -47,6 +49,9 @@ class Command(BaseCommand):
                 )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        capture.refresh_from_db()
+        if capture.is_final:  # bad host settings, or no broker to queue it on
+            self._report(capture)
         if queue:
             self.stdout.write(f"capture {capture.pk} queued")
             return

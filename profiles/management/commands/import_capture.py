@@ -1,10 +1,12 @@
 """Import a py-spy raw or speedscope file: `manage.py import_capture FILE [--log L]`."""
 
+from contextlib import ExitStack
 from pathlib import Path
 
-from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError
 
+from config.params import cli_int
 from profiles import services
 from runs.models import Run
 
@@ -15,7 +17,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
         parser.add_argument("--log", type=Path, help="py-spy's stdout, for the lag analysis")
-        parser.add_argument("--run", type=int)
+        parser.add_argument("--run", type=cli_int(minimum=1))
 
     def handle(self, *args, file: Path, log: Path | None, run: int | None, **options):
         for path in filter(None, (file, log)):
@@ -24,12 +26,15 @@ class Command(BaseCommand):
         run_obj = Run.objects.filter(pk=run).first() if run else None
         if run and run_obj is None:
             raise CommandError(f"no run {run}")
-        capture = services.capture_import(
-            user=None,
-            file=SimpleUploadedFile(file.name, file.read_bytes()),
-            log=SimpleUploadedFile(log.name, log.read_bytes()) if log else None,
-            run=run_obj,
-        )
+        with ExitStack() as stack:
+            samples = stack.enter_context(file.open("rb"))
+            log_fh = stack.enter_context(log.open("rb")) if log else None
+            capture = services.capture_import(
+                user=None,
+                file=File(samples, name=file.name),
+                log=File(log_fh, name=log.name) if log_fh else None,
+                run=run_obj,
+            )
         if capture.status == capture.Status.FAILED:
             raise CommandError(f"capture {capture.pk} failed: {capture.error}")
         samples = (capture.stats or {}).get("total_samples", 0)

@@ -1,4 +1,5 @@
-"""Check the database and the Celery broker answer, in one clear line each."""
+"""Check the database, the Celery broker, S3 artifact storage and (with
+COMPRESS_OFFLINE=1) the built static files, in one clear line each."""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -17,6 +18,10 @@ class Command(BaseCommand):
             raise CommandError(f"DATABASE_URL: cannot connect to the database: {first}") from None
         if settings.REDIS_URL:
             self._check_redis(settings.REDIS_URL)
+        if settings.FLAMEDECK_ARTIFACTS.startswith("s3://"):
+            self._check_s3(settings.FLAMEDECK_ARTIFACTS)
+        if settings.COMPRESS_OFFLINE:
+            self._check_static()
         db = connection.settings_dict["ENGINE"].rsplit(".", 1)[-1]
         broker = "redis" if settings.REDIS_URL else "filesystem (embedded)"
         self.stdout.write(f"flamedeck: database {db} ok, broker {broker} ok")
@@ -28,3 +33,20 @@ class Command(BaseCommand):
             redis.Redis.from_url(url, socket_connect_timeout=3).ping()
         except (redis.RedisError, OSError) as exc:
             raise CommandError(f"REDIS_URL: cannot reach Redis at {url}: {exc}") from None
+
+    def _check_s3(self, spec: str) -> None:
+        from profiles.artifacts import artifact_storage
+
+        try:
+            artifact_storage().exists("preflight-check")
+        except Exception as exc:  # noqa: BLE001 — botocore's errors have no common base here
+            line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CommandError(f"FLAMEDECK_ARTIFACTS={spec}: cannot reach it: {line}") from None
+
+    def _check_static(self) -> None:
+        root = settings.STATIC_ROOT
+        if not (root / "staticfiles.json").exists() or not (root / "CACHE/manifest.json").exists():
+            raise CommandError(
+                f"COMPRESS_OFFLINE=1 but the static files in {root} are not built: "
+                "run `make static` (collectstatic + compress) first"
+            )

@@ -112,3 +112,54 @@ def test_it_refuses_a_missing_file():
 def test_parse_profile_text_detects_speedscope_and_raw():
     assert parse_profile_text((DATA / "speedscope.json").read_text()).format == "speedscope"
     assert parse_profile_text("a;b 1\n").format == "raw"
+
+
+BIG_RAW = b"main (m.py:1);work (m.py:2) 1\n" * 4000  # ~120 KB, past the 64 KiB head
+
+
+@pytest.mark.parametrize("where", [0, 100, len(BIG_RAW) - 5])
+def test_a_nul_byte_anywhere_in_a_raw_file_refuses_it_as_binary(tmp_path, where):
+    path = tmp_path / "samples.txt"
+    path.write_bytes(BIG_RAW[:where] + b"\x00" + BIG_RAW[where:])
+    with pytest.raises(ProfileError, match="binary data"):
+        read_profile(path)
+    gz = tmp_path / "samples.txt.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    with pytest.raises(ProfileError, match="binary data"):
+        read_profile(gz)
+
+
+def test_a_nul_byte_late_in_a_json_file_or_in_text_is_refused_too(tmp_path):
+    doc = (DATA / "speedscope.json").read_bytes()
+    path = tmp_path / "late.json"
+    path.write_bytes(doc + b" " * 70000 + b"\x00")
+    with pytest.raises(ProfileError, match="binary data"):
+        read_profile(path)
+    with pytest.raises(ProfileError, match="binary data"):
+        parse_profile_text("a;b 1\n" * 20000 + "a\x00;b 1\n")
+
+
+def test_the_same_file_without_the_nul_byte_is_read(tmp_path):
+    path = tmp_path / "samples.txt"
+    path.write_bytes(BIG_RAW)
+    assert sum(read_profile(path).self_count) == 4000
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [f"a;b {10**17}"] * 91,  # 9.1e18 in one frame's count
+        ["a;b 9007199254740992", "a;c 1"],  # 2^53 + 1
+    ],
+)
+def test_totals_beyond_2_to_the_53_are_refused_as_implausible(tmp_path, lines):
+    path = tmp_path / "huge.txt"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ProfileError, match="implausible"):
+        read_profile(path)
+
+
+def test_a_total_of_exactly_2_to_the_53_is_accepted(tmp_path):
+    path = tmp_path / "edge.txt"
+    path.write_text("a;b 9007199254740991\na;c 1\n")
+    assert sum(read_profile(path).self_count) == 2**53

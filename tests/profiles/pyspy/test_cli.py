@@ -120,3 +120,26 @@ def test_it_prints_dump_and_lag_json():
     assert dump[0]["frames"]
     lag = json.loads(_run("lag", DATA / "lag_ctrlc.log").stdout)
     assert lag["recommended_rate"] < lag["requested_rate"]
+
+
+def test_a_thread_filter_matching_no_thread_exits_2_listing_the_threads():
+    done = _run("analyze", DATA / "threads.txt", "--thread", "nosuch")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--thread nosuch matches no thread; the file has: " in done.stderr
+    assert "target-0 (13231)" in done.stderr and "loader (13230)" in done.stderr
+    unthreaded = _run("analyze", DATA / "nolineno.txt", "--thread", "target-0")
+    assert unthreaded.returncode == 2 and "no thread frames" in unthreaded.stderr
+    by_tid = _run("analyze", DATA / "threads.txt", "--thread", "13231", "--no-flamegraph")
+    assert by_tid.returncode == 0 and json.loads(by_tid.stdout)["total_samples"] > 0
+
+
+def test_lag_prints_py_spys_error_and_refuses_a_text_that_is_not_a_py_spy_log(tmp_path):
+    error_log = tmp_path / "err.log"
+    error_log.write_text("Error: Failed to get process executable name.\n")
+    done = _run("lag", error_log)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["error"] == "Failed to get process executable name."
+    other = tmp_path / "other.log"
+    other.write_text("hello\n")
+    refused = _run("lag", other)
+    assert refused.returncode == 2 and "is not a py-spy log" in refused.stderr

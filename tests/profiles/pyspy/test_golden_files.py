@@ -25,6 +25,11 @@ ANALYZE_CASES = [
     "corpus_simple_utf16_le.txt",
     "corpus_simple_crlf.txt",
     "corpus_inferno_bad_lines.txt",
+    "attribution.txt",
+    "attribution_root.txt",
+    "torch_native_idle.txt",
+    "torch_native_gil.txt",
+    "torch_speedscope.json",
 ]
 DUMP_CASES = ["dump.txt", "dump_native.txt", "dump_locals.txt", "dump_json.json"]
 DUMP_CASES += ["corpus_calendarbot_dump.txt"]

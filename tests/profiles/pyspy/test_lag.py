@@ -76,3 +76,28 @@ def test_it_handles_a_partial_log_while_py_spy_still_runs():
 def test_it_returns_none_for_text_without_py_spy_lines():
     assert analyze_lag("hello\nworld") is None
     assert analyze_lag("") is None
+
+
+def test_a_log_holding_only_py_spys_error_line_reports_that_error():
+    text = "Error: Failed to get process executable name. Check that the process is running.\n"
+    report = analyze_lag(text)
+    assert report["error"] == (
+        "Failed to get process executable name. Check that the process is running."
+    )
+    assert report["verdict"] == "unreliable" and report["error"] in report["explanation"]
+    assert report["requested_rate"] is None and report["samples_reported"] is None
+
+
+def test_an_error_after_sampling_started_keeps_the_requested_rate_and_duration():
+    text = (
+        "py-spy> Sampling process 50 times a second for 8 seconds. Press Control-C to exit.\n"
+        "Error: Permission denied (os error 13)\n"
+    )
+    report = analyze_lag(text)
+    assert report["error"] == "Permission denied (os error 13)"
+    assert (report["requested_rate"], report["requested_duration_s"]) == (50, 8)
+
+
+def test_a_normal_log_has_no_error():
+    report = analyze_lag("py-spy> Sampling process 100 times a second for 3 seconds.")
+    assert report["error"] is None and report["verdict"] == "ok"

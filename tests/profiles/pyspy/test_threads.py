@@ -12,7 +12,13 @@ from profiles.pyspy.threads import combine_threads, thread_names, thread_tables
 
 from .golden import DATA
 
-KEYWORDS = (Keyword("cu", "gpu"), Keyword("Sync", "gpu"), Keyword("x", "other"))
+KEYWORDS = (
+    Keyword("cu", "gpu"),
+    Keyword("Sync", "gpu"),
+    Keyword("x", "other"),
+    Keyword("=b", "py"),
+    Keyword("re:^cuda under python", "ctx"),
+)
 THREADED = [
     "threads.txt",
     "native.txt",
@@ -21,6 +27,9 @@ THREADED = [
     "multiline_cmdline.txt",
     "speedscope.json",
     "corpus_deepdrr_speedscope.json",
+    "attribution.txt",
+    "torch_native_idle.txt",
+    "torch_speedscope.json",
 ]
 
 
@@ -86,12 +95,30 @@ def test_tables_name_each_frame_once_and_store_counts_as_pairs():
     main = tables["frames"].index("main (m.py:1)")
     total = dict(zip(b["total"][::2], b["total"][1::2], strict=True))
     assert total[main] == 6  # the recursive stack counts once
-    assert b["samples"] == 6 and b["keywords"] == [4, 4, 0] and b["categories"] == [4, 0]
+    assert b["samples"] == 6 and b["keywords"] == [4, 4, 0, 0, 0]
+    assert b["categories"] == [4, 0, 0, 0]
+    # The samples of both gpu keywords come from main: [frame index, samples].
+    assert b["keyword_callers"][:2] == [[main, 4], [main, 4]] and b["category_callers"][0] == [
+        main,
+        4,
+    ]
+
+
+def test_tables_stored_before_callers_existed_still_combine_with_empty_callers():
+    profile = parse_raw_lines(["thread (1): a;main (m.py:1);cuSync (libcuda.so) 3"])
+    tables = through_json(thread_tables(profile, KEYWORDS))
+    for table in tables["threads"]:
+        del table["keyword_callers"], table["category_callers"]
+    stats = combine_threads(tables, ["a"])
+    gpu = next(r for r in stats["categories"] if r["category"] == "gpu")
+    assert gpu["samples"] == 3 and gpu["python_callers"] == []
 
 
 FRAMES = [
     "a",
     "b (x.py:1)",
+    "c (y.py)",
+    "lock (libpython3.11.so)",
     "cuSync (libcuda.so)",
     "cudaSync (libcudart.so)",
     "x",

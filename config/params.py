@@ -1,0 +1,92 @@
+"""One parser for every integer that arrives from outside (query strings, JSON bodies,
+form fields, URL parts): ASCII digits only, within a stated range.
+
+`int(...)` alone accepts Unicode digits ("²", "٣"), signs, underscores and values past
+what PostgreSQL's bigint holds, which then surface as 500s deep in the ORM.
+"""
+
+import re
+
+from django.core.exceptions import ValidationError
+
+from runs.remote.model import PID_MAX  # Linux's pid_max limit (2^22), the builder's too
+
+# Largest value a PostgreSQL bigint (Django's BigAutoField) holds.
+ID_MAX = 2**63 - 1
+_ASCII_INT = re.compile(r"-?[0-9]{1,19}\Z", re.ASCII)
+
+
+def parse_int(value: object, *, name: str, minimum: int = 0, maximum: int = ID_MAX) -> int:
+    """`value` as an int in minimum..maximum, or ValidationError({name: reason}).
+
+    Accepts a real int (not a bool) or a string of ASCII digits with an optional
+    leading minus sign; anything else, and anything out of range, is refused.
+    """
+    if isinstance(value, bool):
+        raise ValidationError({name: f"{name} must be a whole number, not {value!r}"})
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and _ASCII_INT.match(value.strip()):
+        number = int(value.strip())
+    else:
+        shown = value if not isinstance(value, str) else value[:40]
+        raise ValidationError({name: f"{name} must be a whole number, not {shown!r}"})
+    if not minimum <= number <= maximum:
+        raise ValidationError({name: f"{name} must be between {minimum} and {maximum}"})
+    return number
+
+
+def parse_id(value: object, *, name: str = "id") -> int:
+    """A database primary key: 1..2^63-1."""
+    return parse_int(value, name=name, minimum=1, maximum=ID_MAX)
+
+
+def parse_pid(value: object, *, name: str = "pid") -> int:
+    """A Linux process id: 1..4194304."""
+    return parse_int(value, name=name, minimum=1, maximum=PID_MAX)
+
+
+def query_int(params, name: str, *, minimum: int = 0, maximum: int = ID_MAX) -> int | None:
+    """An optional integer query parameter: None when absent or empty, else parsed
+    (a bad value raises ValidationError, which pages and the API answer with 400)."""
+    value = params.get(name, "")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return parse_int(value, name=name, minimum=minimum, maximum=maximum)
+
+
+def query_id(params, name: str) -> int | None:
+    """An optional primary key in the query string (`?run=`, `?host=`, `?ks=`)."""
+    return query_int(params, name, minimum=1)
+
+
+def query_page(params) -> int:
+    """`?page=`: 1 when absent or empty, else an integer from 1 (Paginator's own
+    `int()` takes "٣" for 3 and turns "x" into page 1 silently). A page past the last
+    shows the last (Paginator.get_page)."""
+    return query_int(params, "page", minimum=1) or 1
+
+
+def query_ids(params, name: str) -> set[int]:
+    """Every value of a repeated id parameter (`?capture=1&capture=2`)."""
+    return {parse_id(value, name=name) for value in params.getlist(name) if value.strip()}
+
+
+def cli_int(*, minimum: int = 0, maximum: int = ID_MAX):
+    """An argparse `type=` for management commands, with the same rules."""
+    import argparse
+
+    def convert(value: str) -> int:
+        try:
+            return parse_int(value, name="value", minimum=minimum, maximum=maximum)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError("; ".join(exc.messages)) from None
+
+    return convert
+
+
+def pid_validators() -> list:
+    """Model field validators for a PID column."""
+    from django.core.validators import MaxValueValidator, MinValueValidator
+
+    return [MinValueValidator(1), MaxValueValidator(PID_MAX)]

@@ -1,0 +1,313 @@
+"""Record several processes of one host in one session, all starting at one instant.
+
+A whole-job capture runs one session per host (one ssh connection, not one per
+rank). The host script starts, says it is waiting, and starts every py-spy when the
+worker writes `go` (so hosts that connected at different speeds still start
+together). py-spy's stdout streams back line by line, each line prefixed with its
+PID. `stop PID` on stdin stops one py-spy (a cancel); end-of-file stops them all
+with SIGINT, as for a single record. After the last py-spy exits, each one's exit
+code, stderr and raw file come back framed with byte counts, then the GPU CSV.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from runs import gpu
+
+from . import runner
+from .build import _script_head, classify, record_flags, stderr_tail
+from .build import wrap as _wrap
+from .model import (
+    END_MARKER,
+    READY,
+    STARTUP_S,
+    RecordResult,
+    RecordSettings,
+    RemoteError,
+    Target,
+    check_pid,
+)
+
+WAITING = "@@flamedeck-waiting@@"  # stdout: the script runs and waits for `go`
+EXITED = "@@flamedeck-exited@@"  # tagged stdout line: that py-spy closed its stdout
+SAMPLING = "py-spy> Sampling process"
+STOPPED = "Stopped sampling"  # py-spy's line when the process exits (or a stop)
+
+_MANY_BODY = """\
+trap '' PIPE
+dir=$(mktemp -d "${TMPDIR:-/tmp}/flamedeck.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+exec 3<&0 </dev/null
+printf '%s\\n' @WAITING@
+IFS= read -r go <&3 || exit 0
+[ "$go" = go ] || exit 0
+# Every fifo first: a failure here must not leave a started py-spy behind.
+for p in @PIDS@; do mkfifo "$dir/$p.fifo" || exit 1; done
+spies= taggers=
+for p in @PIDS@; do
+  (
+    while IFS= read -r l || [ -n "$l" ]; do printf '%s %s\\n' "$p" "$l"; done <"$dir/$p.fifo"
+    printf '%s %s\\n' "$p" @EXITED@
+  ) 3<&- &
+  taggers="$taggers $!"
+  "$PYSPY" record --pid "$p" @FLAGS@ -o "$dir/$p.out" >"$dir/$p.fifo" 2>"$dir/$p.err" 3<&- &
+  echo "$!" >"$dir/$p.spy"
+  spies="$spies $!"
+done
+gpu=
+if [ @GPU@ = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi @GPU_FLAGS@ >"$dir/gpu.csv" 2>/dev/null 3<&- &
+  gpu=$!
+fi
+# Repeated: an INT that lands before py-spy installs its handler is ignored.
+stop_spies() {
+  n=0
+  while [ "$n" -lt @KILL_AFTER@ ]; do
+    alive=
+    for s in "$@"; do kill -INT "$s" && alive=1; done
+    [ -n "$alive" ] || return 0
+    sleep 1 3<&-; n=$((n + 1))
+  done
+  for s in "$@"; do kill -KILL "$s"; done
+}
+(
+  while read -r cmd arg <&3; do
+    case $arg in '' | *[!0-9]*) continue ;; esac
+    if [ "$cmd" = stop ] && [ -f "$dir/$arg.spy" ]; then stop_spies "$(cat "$dir/$arg.spy")" & fi
+  done
+  stop_spies $spies
+) >/dev/null 2>&1 &
+watch=$!
+exec 3<&-
+trap 'for s in $spies; do kill -INT "$s" 2>/dev/null; done' HUP TERM
+for p in @PIDS@; do
+  s=$(cat "$dir/$p.spy") code=
+  while [ -z "$code" ]; do
+    wait "$s"; rc=$?
+    kill -0 "$s" 2>/dev/null || code=$rc
+  done
+  echo "$code" >"$dir/$p.rc"
+done
+kill "$watch" 2>/dev/null
+[ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
+for t in $taggers; do wait "$t"; done
+size() { if [ -f "$1" ]; then wc -c <"$1" | tr -d ' '; else echo 0; fi; }
+for p in @PIDS@; do
+  has=0; [ -f "$dir/$p.out" ] && has=1
+  printf '\\n%s %s %s %s %s %s\\n' @MARKER@ "$p" "$(cat "$dir/$p.rc")" "$has" \\
+    "$(size "$dir/$p.err")" "$(size "$dir/$p.out")"
+  cat "$dir/$p.err"
+  [ "$has" = 1 ] && cat "$dir/$p.out"
+done
+printf '\\n%s gpu %s\\n' @MARKER@ "$(size "$dir/gpu.csv")"
+[ -s "$dir/gpu.csv" ] && cat "$dir/gpu.csv"
+exit 0
+"""
+
+
+def record_many_script(
+    target: Target, pids: list[int], settings: RecordSettings, *, kill_after_s: float = 30
+) -> str:
+    """POSIX sh that records every PID of `pids` on one host, started by one `go`.
+
+    Protocol: the script prints WAITING on stdout, reads `go` from stdin, starts
+    one py-spy per PID and streams `PID LINE` for each line py-spy prints (`PID
+    EXITED` when it ends). `stop PID` on stdin stops one py-spy with SIGINT;
+    end-of-file stops all (SIGKILL follows `kill_after_s` later). Then, per PID:
+    `END_MARKER PID CODE HAS_RAW ERR_BYTES RAW_BYTES` + stderr + raw, and last
+    `END_MARKER gpu BYTES` + nvidia-smi's CSV.
+    """
+    checked = [check_pid(pid) for pid in pids]
+    if not checked or len(set(checked)) != len(checked):
+        raise ValueError(f"record_many needs distinct PIDs, not {pids!r}")
+    body = _MANY_BODY.replace("@PIDS@", " ".join(str(pid) for pid in checked))
+    body = body.replace("@FLAGS@", shlex.join(record_flags(settings)))
+    body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
+    body = body.replace("@GPU@", "1" if settings.gpu else "0")
+    body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
+    body = body.replace("@WAITING@", WAITING).replace("@EXITED@", EXITED)
+    return _script_head(target) + body.replace("@MARKER@", END_MARKER)
+
+
+class Session(Protocol):
+    """The caller's side of a multi-PID record; every method runs in the calling thread."""
+
+    def on_ready(self) -> None:
+        """The script runs on the host and waits for `go`."""
+
+    def may_start(self) -> bool:
+        """Polled after on_ready until True: start every py-spy now."""
+
+    def on_line(self, pid: int, line: str, elapsed_s: float) -> None:
+        """One line of py-spy's stdout for `pid` (lag warnings included)."""
+
+    def pids_to_stop(self) -> Iterable[int]:
+        """Polled while py-spy runs (heartbeats go here): PIDs to stop now (cancels)."""
+
+
+@dataclass
+class ManyResult:
+    """Per PID: a RecordResult, or the RemoteError that ended that PID's capture.
+
+    `spans[pid]` is when that py-spy sampled, in seconds of the session: `start` at
+    its "Sampling process" line, `stop` at its "Stopped sampling" line (the process
+    exited), else when it ended. A PID that never announced sampling has no `start`.
+    `RecordResult.elapsed_s` is the whole session's time, the same for every PID.
+    """
+
+    results: dict[int, RecordResult | RemoteError]
+    logs: dict[int, str] = field(default_factory=dict)
+    gpu_csv: str | None = None
+    spans: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+class _ManyWatch:
+    """Clock, go gate, per-PID stops and line routing for one host session."""
+
+    def __init__(self, pids: list[int], duration_s: float, session: Session) -> None:
+        self.pids, self.duration_s, self.session = pids, duration_s, session
+        self.ready = self.started = False
+        self.sampling: dict[int, float] = {}
+        self.exited: set[int] = set()
+        self.stopped: set[int] = set()
+        self.logs: dict[int, list[str]] = {pid: [] for pid in pids}
+        self.spans: dict[int, dict[str, float]] = {pid: {} for pid in pids}
+        self.in_log = True
+
+    def on_line(self, line: str, elapsed_s: float) -> None:
+        if END_MARKER in line:
+            self.in_log = False
+        if not self.in_log:
+            return
+        if line == WAITING:
+            self.ready = True
+            self.session.on_ready()
+            return
+        head, _, text = line.partition(" ")
+        pid = int(head) if head.isdigit() else None
+        if pid not in self.logs:
+            return
+        if text == EXITED:
+            self.exited.add(pid)
+            self.spans[pid].setdefault("stop", elapsed_s)
+            return
+        if pid not in self.sampling and text.startswith(SAMPLING):
+            self.sampling[pid] = time.monotonic()
+            self.spans[pid].setdefault("start", elapsed_s)
+        elif STOPPED in text and "start" in self.spans[pid]:
+            self.spans[pid].setdefault("stop", elapsed_s)
+        self.logs[pid].append(text)
+        self.session.on_line(pid, text, elapsed_s)
+
+    def feed(self) -> bytes:
+        if not self.ready:
+            return b""
+        if not self.started:
+            self.started = self.session.may_start()
+            return b"go\n" if self.started else b""
+        stops = [p for p in self.session.pids_to_stop() if p in self.logs and p not in self.stopped]
+        self.stopped.update(stops)
+        return b"".join(f"stop {pid}\n".encode() for pid in stops)
+
+    def should_stop(self) -> bool:
+        """Every py-spy has started (or ended) and the last to start sampled long enough."""
+        if not self.sampling or not set(self.pids) <= set(self.sampling) | self.exited:
+            return False
+        return time.monotonic() - max(self.sampling.values()) >= self.duration_s
+
+
+def _frames(stdout: bytes) -> tuple[dict[int, tuple[int, bool, str, bytes]], str | None] | None:
+    """Per PID (exit code, has raw, stderr, raw) and the GPU CSV; None if cut short."""
+    marker = b"\n" + END_MARKER.encode() + b" "
+    at, found, gpu_csv = stdout.find(marker), {}, None
+    while at >= 0:
+        head_end = stdout.find(b"\n", at + 1)
+        words = stdout[at + len(marker) : head_end].decode(errors="replace").split()
+        body = head_end + 1
+        if head_end < 0 or not all(w.isdigit() for w in words[1:]) or not words:
+            return None
+        if words[0] == "gpu" and len(words) == 2:
+            size = int(words[1])
+            gpu_csv = stdout[body : body + size].decode(errors="replace") if size else None
+            return found, gpu_csv
+        if len(words) != 5 or not words[0].isdigit():
+            return None
+        pid, code, has, err_n, raw_n = (int(w) for w in words)
+        err = stdout[body : body + err_n].decode(errors="replace")
+        raw = stdout[body + err_n : body + err_n + raw_n]
+        found[pid] = (code, bool(has), err, raw)
+        at = stdout.find(marker, body + err_n + raw_n)
+    return None
+
+
+def _pid_result(
+    pid: int, frame: tuple[int, bool, str, bytes], log: str, stopped_by: str, elapsed_s: float
+) -> RecordResult | RemoteError:
+    code, has_raw, err, raw = frame
+    if not has_raw:
+        # READY says the script ran: a silent failure is py-spy's, not the prefix's.
+        error = classify(code or 1, f"{READY}\n{err}", log)
+        if error is not None and not (stopped_by == "cancel" and error.cause == "unknown"):
+            return error
+    exited = "Stopped sampling because process exited" in log
+    return RecordResult(raw if has_raw else None, log, err, code, stopped_by, elapsed_s, exited)
+
+
+def record_many(
+    target: Target,
+    pids: list[int],
+    settings: RecordSettings,
+    session: Session,
+    *,
+    margin_s: float = 30.0,
+    start_within_s: float = 30.0,
+) -> ManyResult:
+    """Record every PID of `pids` on one host, over one connection, in one window.
+
+    py-spy starts for all PIDs when `session.may_start()` says so; the capture ends
+    when the last py-spy to announce sampling has sampled `settings.duration_s`
+    seconds (so every window covers the same span), or per PID on a cancel. A host
+    that cannot be reached, or a session that dies, raises RemoteError (for every
+    PID; `ManyResult` is not returned); a PID whose py-spy failed gets its own
+    RemoteError in `results`.
+    """
+    script = record_many_script(target, pids, settings, kill_after_s=margin_s)
+    watch = _ManyWatch(list(pids), settings.duration_s, session)
+    bound = target.connect_timeout_s + start_within_s + STARTUP_S + settings.duration_s
+    argv = _wrap(target, ["sh", "-c", script])
+    try:
+        done = runner.run(
+            argv, stdin_open=True, timeout_s=bound, grace_s=margin_s, poll_s=0.05,
+            on_line=watch.on_line, should_stop=watch.should_stop, feed=watch.feed,
+        )  # fmt: skip
+    except OSError as exc:
+        raise RemoteError("unknown", f"cannot start the record session ({exc})") from exc
+    logs = {pid: "\n".join(lines) for pid, lines in watch.logs.items()}
+    if done.stopped == "killed":
+        raise RemoteError("bound_exceeded", detail=stderr_tail(done.stderr))
+    framed = _frames(done.stdout)
+    if framed is None or set(framed[0]) != set(pids):
+        error = classify(done.returncode or 1, done.stderr, "\n".join(logs.values()))
+        raise error or RemoteError("unknown", "the record session ended without its results")
+    frames, gpu_csv = framed
+    default = "bound" if done.trigger == "timeout" else "duration"
+    results = {
+        pid: _pid_result(
+            pid,
+            frames[pid],
+            logs[pid],
+            "cancel" if pid in watch.stopped else default,
+            done.elapsed_s,
+        )  # fmt: skip
+        for pid in pids
+    }
+    for span in watch.spans.values():
+        if "start" in span:
+            span.setdefault("stop", done.elapsed_s)
+    return ManyResult(results, logs, gpu_csv, watch.spans)

@@ -1,0 +1,83 @@
+"""Reads for runs and their processes."""
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from config.params import parse_id
+
+from .forms import CAPTURE_BOOLS
+from .models import Host, Run, RunProcess
+
+
+def host_by_id_or_name(value: object) -> Host | None:
+    """The host named by a JSON value: its id (a number) or its name."""
+    text = (
+        str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    )
+    if not text:
+        return None
+    by_name = Host.objects.filter(name=text).first()
+    if by_name is not None:
+        return by_name
+    try:
+        pk = parse_id(text, name="host")
+    except ValidationError:  # not an id ("²", "-1", 2^63): only a name could match
+        return None
+    return Host.objects.filter(pk=pk).first()
+
+
+def run_processes(*, run: Run) -> list[RunProcess]:
+    return list(run.processes.select_related("host"))
+
+
+def capturable_processes(*, run: Run) -> tuple[list[RunProcess], list[RunProcess]]:
+    """(to capture, skipped): processes whose last check found them exited are skipped;
+    never-checked or unknown ones are tried."""
+    processes = run_processes(run=run)
+    return [p for p in processes if not p.exited], [p for p in processes if p.exited]
+
+
+def process_json(process: RunProcess) -> dict[str, Any]:
+    return {
+        "id": process.pk,
+        "host": process.host.name,
+        "host_id": process.host_id,
+        "pid": process.pid,
+        "role": process.role,
+        "alive": process.alive,
+        "checked_at": process.checked_at,
+    }
+
+
+def capture_all_plan(*, run: Run) -> dict[str, Any]:
+    """What "Capture all" will touch: counts of processes and hosts, and who is skipped."""
+    return _plan(run_processes(run=run))
+
+
+def _plan(processes: list[RunProcess]) -> dict[str, Any]:
+    live = [p for p in processes if not p.exited]
+    return {
+        "processes": len(live),
+        "hosts": len({p.host_id for p in live}),
+        "skipped": [process_json(p) for p in processes if p.exited],
+    }
+
+
+def capture_all_dialog(
+    *, run: Run, processes: list[RunProcess], defaults: dict[str, Any]
+) -> dict[str, Any]:
+    """What the "Capture all" dialog opens with: the run's remembered settings and
+    what it will touch (from the cached liveness; the dialog refreshes it)."""
+    remembered = {k: v for k, v in run.capture_settings.items() if k in defaults}
+    return {
+        "captureUrl": reverse("api:run_capture_all", args=[run.pk]),
+        "runUrl": reverse("api:run_detail", args=[run.pk]),
+        "checkUrl": reverse("api:run_check", args=[run.pk]),
+        "settings": {**defaults, **remembered, "kind": "record"},
+        "maxDuration": settings.FLAMEDECK_MAX_DURATION_S,
+        "bools": list(CAPTURE_BOOLS),
+        "plan": _plan(processes),
+    }

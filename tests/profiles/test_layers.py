@@ -1,0 +1,96 @@
+"""The capture path reads one way: views/API -> services -> enqueue -> tasks ->
+pipeline -> runs.remote. Checked on the source with `ast` (imports inside
+functions count too), so a new upward import fails here, not at some import time."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Top to bottom; a module may import only modules of layers below its own.
+LAYERS = [
+    ["profiles.api", "profiles.views", "profiles.group_views", "profiles.beat"],
+    ["profiles.jobs"],
+    ["profiles.services"],
+    ["profiles.enqueue"],
+    ["profiles.tasks"],
+    ["profiles.group_pipeline"],
+    ["profiles.pipeline"],
+    ["profiles.states"],
+    ["runs.remote"],
+]
+PATH_MODULES = [m for layer in LAYERS for m in layer]
+
+
+def _module_file(name: str) -> Path | None:
+    base = ROOT / Path(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.exists():
+            return path
+    return None
+
+
+def _files(name: str) -> list[Path]:
+    """A module's file, or every file of a package (runs.remote is one seam)."""
+    base = ROOT / Path(*name.split("."))
+    return sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+
+
+def _package_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1]) if parts[-1] != "__init__" else ".".join(parts[:-1])
+
+
+def imports_of(path: Path, package: str | None = None) -> set[str]:
+    """Every module `path` imports, absolute, at any depth of the code."""
+    found: set[str] = set()
+    package = package or _package_of(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.add(full if _module_file(full) else base)
+    return found
+
+
+def _layer_of(module: str) -> int | None:
+    for index, layer in enumerate(LAYERS):
+        if any(module == m or module.startswith(f"{m}.") for m in layer):
+            return index
+    return None
+
+
+def upward_imports() -> list[str]:
+    wrong = []
+    for index, layer in enumerate(LAYERS):
+        for name in layer:
+            for path in _files(name):
+                for target in imports_of(path):
+                    level = _layer_of(target)
+                    if level is not None and level <= index and not target.startswith(name):
+                        wrong.append(f"{path.relative_to(ROOT)} imports {target}")
+    return wrong
+
+
+def test_no_module_of_the_capture_path_imports_one_at_or_above_its_layer():
+    assert upward_imports() == []
+
+
+def test_the_checker_sees_relative_and_function_level_imports(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from .models import Capture\ndef f():\n    from . import tasks\n")
+    assert imports_of(probe, package="profiles") == {"profiles.models", "profiles.tasks"}
+    pipeline = imports_of(ROOT / "profiles" / "pipeline.py")
+    assert {"profiles.states", "runs.remote", "profiles.pyspy"} <= pipeline
+    services = imports_of(ROOT / "profiles" / "services.py")
+    assert "profiles.enqueue" in services and "profiles.tasks" not in services
+
+
+def test_every_layer_names_a_module_that_exists():
+    assert all(_module_file(name) for name in PATH_MODULES)

@@ -1,0 +1,227 @@
+"""Contract 3 for runs: a run with its processes, attaching and detaching processes,
+ranks that register themselves, and who may do each."""
+
+import pytest
+
+from runs.models import Host, Run, RunProcess
+from runs.tokens import api_token_create
+from tests.support.sshd import free_port
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(db):
+    return Run.objects.create(name="llama-70b", status=Run.Status.RUNNING)
+
+
+@pytest.fixture
+def local():
+    return Host.objects.get(name="local")
+
+
+def _token(client, user):
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {api_token_create(user=user)[1]}"
+    return client
+
+
+ROUTES = [
+    ("get", "/api/runs/{run}/"),
+    ("patch", "/api/runs/{run}/"),
+    ("get", "/api/runs/{run}/processes/"),
+    ("post", "/api/runs/{run}/processes/"),
+    ("post", "/api/runs/{run}/processes/check/"),
+    ("delete", "/api/runs/{run}/processes/{process}/"),
+    ("post", "/api/register/"),
+]
+
+
+@pytest.mark.parametrize(("method", "url"), ROUTES)
+def test_anonymous_callers_get_401_or_403_and_no_data(client, run, local, method, url):
+    process = RunProcess.objects.create(run=run, host=local, pid=77, role="rank-0")
+    response = getattr(client, method)(url.format(run=run.pk, process=process.pk))
+    assert response.status_code in (401, 403)
+    assert b"rank-0" not in response.content and b"llama" not in response.content
+    assert RunProcess.objects.filter(pk=process.pk).exists()
+
+
+WRITES = [r for r in ROUTES if r[0] != "get" and "check" not in r[1]]
+
+
+@pytest.mark.parametrize(("method", "url"), WRITES)
+def test_a_viewer_may_read_but_attaches_registers_and_detaches_nothing(
+    teammate_client, run, local, sleeper, method, url
+):
+    process = RunProcess.objects.create(run=run, host=local, pid=77, role="rank-0")
+    body = {"run": "new-job", "host": "local", "pid": sleeper.pid, "role": "rank-1"}
+    body |= {"capture_settings": {"duration": 5}}
+    response = getattr(teammate_client, method)(
+        url.format(run=run.pk, process=process.pk), body, content_type="application/json"
+    )
+    assert response.status_code == 403
+    assert list(RunProcess.objects.values_list("pid", flat=True)) == [77]
+    assert not Run.objects.filter(name="new-job").exists()
+    assert Run.objects.get(pk=run.pk).capture_settings == {}
+    assert teammate_client.get(f"/api/runs/{run.pk}/").json()["processes"][0]["role"] == "rank-0"
+
+
+def test_the_run_comes_with_its_processes_and_their_liveness(teammate_client, run, local):
+    RunProcess.objects.create(run=run, host=local, pid=4242, role="rank-0", alive=False)
+    body = teammate_client.get(f"/api/runs/{run.pk}/").json()
+    assert body["name"] == "llama-70b" and body["status"] == "running"
+    assert body["processes"] == [
+        {
+            "id": run.processes.get().pk,
+            "host": "local",
+            "host_id": local.pk,
+            "pid": 4242,
+            "role": "rank-0",
+            "alive": False,
+            "checked_at": None,
+        }
+    ]
+
+
+def test_attaching_a_running_pid_answers_201_then_200_with_the_same_row(
+    client, owner, run, local, sleeper
+):
+    api = _token(client, owner)
+    url = f"/api/runs/{run.pk}/processes/"
+    first = api.post(
+        url, {"host": "local", "pid": sleeper.pid, "role": "rank-0"}, "application/json"
+    )
+    assert first.status_code == 201, first.content
+    assert first.json()["alive"] is True and first.json()["warning"] == ""
+    again = api.post(url, {"host": local.pk, "pid": str(sleeper.pid)}, "application/json")
+    assert again.status_code == 200
+    assert again.json()["id"] == first.json()["id"] and again.json()["role"] == "rank-0"
+    assert run.processes.count() == 1
+
+
+def test_attaching_a_pid_that_has_exited_is_refused_with_the_reason(
+    owner_client, run, local, dead_pid
+):
+    response = owner_client.post(
+        f"/api/runs/{run.pk}/processes/", {"host": "local", "pid": dead_pid}, "application/json"
+    )
+    assert response.status_code == 400
+    assert f"no running process {dead_pid} on local" in response.json()["pid"][0]
+    assert not run.processes.exists()
+
+
+def test_attaching_on_a_host_that_cannot_be_asked_attaches_with_a_warning(owner_client, run):
+    Host.objects.create(name="down", transport="ssh", address="127.0.0.1", port=free_port())
+    response = owner_client.post(
+        f"/api/runs/{run.pk}/processes/", {"host": "down", "pid": 123}, "application/json"
+    )
+    assert response.status_code == 201
+    assert "could not check that the process runs on down" in response.json()["warning"]
+    assert response.json()["alive"] is None
+
+
+@pytest.mark.parametrize("pid", [0, -1, 4194305, "12a", "٣", True, None, 1.5])
+def test_a_pid_that_is_not_a_linux_pid_is_a_400(owner_client, run, pid):
+    response = owner_client.post(
+        f"/api/runs/{run.pk}/processes/", {"host": "local", "pid": pid}, "application/json"
+    )
+    assert response.status_code == 400 and "pid" in response.json()
+
+
+def test_an_unknown_host_is_a_400_that_says_how_to_add_it(owner_client, run):
+    response = owner_client.post(
+        f"/api/runs/{run.pk}/processes/", {"host": "gpu-9", "pid": 5}, "application/json"
+    )
+    assert response.status_code == 400
+    assert "no host named 'gpu-9'" in response.json()["host"][0]
+    assert "POST /api/hosts/" in response.json()["host"][0]
+
+
+def test_an_operator_detaches_a_process(owner_client, run, local):
+    process = RunProcess.objects.create(run=run, host=local, pid=5)
+    response = owner_client.delete(f"/api/runs/{run.pk}/processes/{process.pk}/")
+    assert response.status_code == 204 and not run.processes.exists()
+    other = Run.objects.create(name="other")
+    kept = RunProcess.objects.create(run=other, host=local, pid=6)
+    assert owner_client.delete(f"/api/runs/{run.pk}/processes/{kept.pk}/").status_code == 404
+
+
+def test_registration_creates_the_run_once_and_records_its_start(client, owner, local):
+    api = _token(client, owner)
+    bodies = [
+        {"run": "job-1234", "host": "local", "pid": 1000 + rank, "role": f"rank-{rank}"}
+        for rank in range(3)
+    ]
+    answers = [api.post("/api/register/", b, "application/json") for b in bodies]
+    assert [a.status_code for a in answers] == [201, 201, 201]
+    assert [a.json()["run_created"] for a in answers] == [True, False, False]
+    run = Run.objects.get(name="job-1234")
+    assert run.started_at is not None and run.status == "running"
+    assert run.started_at <= run.processes.order_by("created_at").first().created_at
+    assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1", "rank-2"]
+    again = api.post("/api/register/", bodies[1], "application/json")
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert again.json()["run"]["id"] == run.pk and run.processes.count() == 3
+    assert run.processes.filter(alive=True).count() == 3
+
+
+def test_registration_joins_a_run_an_operator_created_by_that_name(owner_client, local):
+    planned = Run.objects.create(name="job-7", status=Run.Status.PLANNED)
+    response = owner_client.post(
+        "/api/register/", {"run": "job-7", "host": "local", "pid": 10}, "application/json"
+    )
+    assert response.status_code == 201 and response.json()["run"]["id"] == planned.pk
+    planned.refresh_from_db()
+    assert planned.status == "running" and planned.started_at is not None
+
+
+def test_registration_on_an_unknown_host_names_it_and_how_to_add_it(owner_client):
+    response = owner_client.post(
+        "/api/register/", {"run": "job-1", "host": "gpu-node-17", "pid": 10}, "application/json"
+    )
+    assert response.status_code == 400
+    message = response.json()["host"][0]
+    assert "gpu-node-17" in message and "Hosts page" in message
+    assert not Run.objects.filter(name="job-1").exists()
+
+
+def test_capture_settings_are_remembered_on_the_run_and_checked(owner_client, run):
+    url = f"/api/runs/{run.pk}/"
+    good = {"capture_settings": {"duration": 12, "rate": 50, "native": False}}
+    assert owner_client.patch(url, good, "application/json").status_code == 200
+    run.refresh_from_db()
+    assert run.capture_settings["duration"] == 12 and run.capture_settings["native"] is False
+    bad = {"capture_settings": {"duration": 10**9}}
+    assert owner_client.patch(url, bad, "application/json").status_code == 400
+    assert Run.objects.get(pk=run.pk).capture_settings["duration"] == 12
+
+
+def test_checking_the_run_marks_exited_processes_and_plans_capture_all(
+    owner_client, run, local, sleeper, dead_pid
+):
+    RunProcess.objects.create(run=run, host=local, pid=sleeper.pid, role="rank-0")
+    RunProcess.objects.create(run=run, host=local, pid=dead_pid, role="rank-1")
+    body = owner_client.post(f"/api/runs/{run.pk}/processes/check/").json()
+    assert {p["role"]: p["alive"] for p in body["processes"]} == {"rank-0": True, "rank-1": False}
+    assert body["errors"] == []
+    assert body["plan"]["processes"] == 1 and body["plan"]["hosts"] == 1
+    assert [p["pid"] for p in body["plan"]["skipped"]] == [dead_pid]
+
+
+def test_a_viewer_may_refresh_liveness_which_only_reads_the_hosts(
+    teammate_client, run, local, dead_pid
+):
+    RunProcess.objects.create(run=run, host=local, pid=dead_pid, role="rank-0")
+    body = teammate_client.post(f"/api/runs/{run.pk}/processes/check/").json()
+    assert body["processes"][0]["alive"] is False
+
+
+def test_a_fresh_check_is_not_repeated(owner_client, run, local, dead_pid):
+    from django.utils import timezone
+
+    now = timezone.now()
+    RunProcess.objects.create(run=run, host=local, pid=dead_pid, alive=True, checked_at=now)
+    body = owner_client.post(f"/api/runs/{run.pk}/processes/check/").json()
+    assert body["processes"][0]["alive"] is True  # cached: checked under 15 s ago
+    RunProcess.objects.update(checked_at=now - timezone.timedelta(seconds=60))
+    body = owner_client.post(f"/api/runs/{run.pk}/processes/check/").json()
+    assert body["processes"][0]["alive"] is False

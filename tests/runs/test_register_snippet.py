@@ -1,0 +1,133 @@
+"""The README's "Register ranks from your launcher" block, run for real: two ranks
+started as separate Python processes register against a live server."""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runs.models import Run
+from runs.tokens import api_token_create
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def snippet() -> str:
+    text = README.read_text()
+    block = re.search(
+        r"<!-- register-snippet:start -->\n```python\n(.*?)```\n<!-- register-snippet:end -->",
+        text,
+        re.S,
+    )
+    assert block, "README lost its register snippet markers"
+    return block.group(1)
+
+
+def _rank(code: str, env: dict[str, str]) -> subprocess.Popen:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FLAMEDECK")}
+    return subprocess.Popen(
+        [sys.executable, "-c", code + "\nimport time; time.sleep(30)\n"],
+        env={**clean, **env},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _first_line(proc: subprocess.Popen) -> str:
+    line = proc.stdout.readline()
+    proc.kill()
+    proc.wait()
+    return line
+
+
+def test_the_readme_snippet_registers_every_rank_into_one_run(live_server, owner):
+    token = api_token_create(user=owner)[1]
+    env = {"FLAMEDECK_URL": live_server.url, "FLAMEDECK_TOKEN": token}
+    env |= {"FLAMEDECK_HOST": "local", "FLAMEDECK_RUN": "snippet-job"}
+    ranks = [_rank(snippet(), {**env, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(2)]
+    pids = sorted(p.pid for p in ranks)
+    lines = [_first_line(p) for p in ranks]
+    run = Run.objects.get(name="snippet-job")
+    assert all(line.startswith("flamedeck: snippet-job rank rank-") for line in lines), lines
+    assert all(run.get_absolute_url() in line for line in lines)
+    assert sorted(run.processes.values_list("pid", flat=True)) == pids
+    assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1"]
+    assert run.started_at is not None
+
+
+def test_the_snippet_reports_an_unknown_host_and_lets_training_go_on(live_server, owner):
+    token = api_token_create(user=owner)[1]
+    env = {"FLAMEDECK_URL": live_server.url, "FLAMEDECK_TOKEN": token}
+    rank = _rank(snippet(), {**env, "FLAMEDECK_HOST": "gpu-node-404", "RANK": "0"})
+    line = _first_line(rank)
+    assert line.startswith("flamedeck: not registered: 400") and "gpu-node-404" in line
+    assert not Run.objects.exists() or not Run.objects.filter(processes__isnull=False).exists()
+
+
+def test_the_snippet_does_nothing_without_a_url_and_token():
+    done = subprocess.run(
+        [sys.executable, "-c", snippet() + "\nprint('training')\n"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("FLAMEDECK")},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0 and done.stdout == "training\n"
+
+
+def test_without_a_run_name_the_ranks_of_one_launcher_share_a_run(live_server, owner):
+    token = api_token_create(user=owner)[1]
+    env = {"FLAMEDECK_URL": live_server.url, "FLAMEDECK_TOKEN": token, "FLAMEDECK_HOST": "local"}
+    launcher = (
+        "import subprocess, sys\n"
+        f"code = {snippet()!r}\n"
+        "ranks = [subprocess.Popen([sys.executable, '-c', code], env={**__import__('os').environ,"
+        " 'RANK': str(r)}) for r in range(2)]\n"
+        "codes = [p.wait() for p in ranks]\n"
+        "print('launcher', __import__('os').getpid())\n"
+        "sys.exit(max(codes))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FLAMEDECK", "TORCHELASTIC"))}
+    done = subprocess.run(
+        [sys.executable, "-c", launcher], env={**clean, **env}, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    launcher_pid = done.stdout.decode().split("launcher ")[1].split()[0]
+    run = Run.objects.get()
+    assert run.name == f"job-{socket.gethostname()}-{launcher_pid}"
+    assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1"]
+
+
+def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(live_server, owner):
+    import json
+    import threading
+    import urllib.request
+
+    token = api_token_create(user=owner)[1]
+    barrier, codes = threading.Barrier(16), []
+
+    def register(rank: int) -> None:
+        body = {"run": "burst", "host": "local", "pid": 7000 + rank, "role": f"rank-{rank}"}
+        request = urllib.request.Request(  # noqa: S310 — the live server's http:// URL
+            live_server.url + "/api/register/",
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+        )
+        barrier.wait()
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            codes.append(response.status)
+
+    threads = [threading.Thread(target=register, args=(r,)) for r in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert codes == [201] * 16
+    run = Run.objects.get(name="burst")
+    assert run.processes.count() == 16

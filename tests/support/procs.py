@@ -1,0 +1,59 @@
+"""Process-tree checks from /proc (no psutil): what runs under a pid, what is alive."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from pathlib import Path
+
+
+def _stat(pid: int) -> list[str] | None:
+    with contextlib.suppress(OSError):
+        # The command name may hold spaces or parentheses; the state follows the last ')'.
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return None
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid`."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat(int(stat.parent.name))
+        if fields is not None:
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        children = parents.get(queue.pop(), [])
+        found += children
+        queue += children
+    return [p for p in found if alive(p)]
+
+
+def command_line(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return ""
+
+
+def wait_until(condition, timeout_s: float, poll_s: float = 0.1) -> bool:
+    """Poll `condition()` until it holds or `timeout_s` passes; return its last value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll_s)
+    return bool(condition())
+
+
+def pyspy_pids(pid: int) -> list[int]:
+    """py-spy processes (record or dump) attached to `pid` on this machine."""
+    found = subprocess.run(["pgrep", "-f", f"py-spy (record|dump).* --pid {pid}( |$)"],
+                           capture_output=True, text=True)  # fmt: skip
+    return [int(p) for p in found.stdout.split()]
