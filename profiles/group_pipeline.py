@@ -29,6 +29,7 @@ from .pipeline import (
     capture_record_finish,
     capture_refusal,
     capture_store_outputs,
+    live_progress,
     worker_name,
 )
 from .states import Status, capture_claim, capture_mark_failed
@@ -47,14 +48,7 @@ class _Rank:
         self.sampling_since: float | None = None
 
     def progress(self, now: float) -> dict[str, Any]:
-        elapsed = now - self.sampling_since if self.sampling_since is not None else 0.0
-        duration, rate = self.capture.duration, self.capture.rate
-        return {
-            "elapsed_s": round(elapsed, 1),
-            "duration_s": duration,
-            "behind_s": self.behind_s,
-            "expected_samples": int(max(0.0, min(elapsed, duration) - self.behind_s) * rate),
-        }
+        return live_progress(self.capture, self.sampling_since, self.behind_s, now)
 
 
 class _HostSession:

@@ -137,23 +137,45 @@ def _analyze_dump(capture: Capture) -> dict[str, Any]:
     return {"format": "dump", "dump_threads": threads, "total_samples": 0}
 
 
+def live_progress(
+    capture: Capture, sampling_since: float | None, behind_s: float, now: float
+) -> dict[str, Any]:
+    """A running capture's `progress`: seconds sampled so far, counted from py-spy's
+    sampling line (`sampling_since`, monotonic), not from the worker's start: the SSH
+    connection and py-spy's attach come first and can take seconds on a busy host.
+    `sampling` is False until that line, so a page says "starting py-spy" meanwhile."""
+    elapsed = now - sampling_since if sampling_since is not None else 0.0
+    duration, rate = capture.duration, capture.rate
+    return {
+        "sampling": sampling_since is not None,
+        "elapsed_s": round(elapsed, 1),
+        "duration_s": duration,
+        "behind_s": behind_s,
+        # py-spy reports its count only at the end; a sampler that is `behind_s`
+        # late has taken about that much time's worth of samples fewer.
+        "expected_samples": int(max(0.0, min(elapsed, duration) - behind_s) * rate),
+    }
+
+
 class _Progress:
     """Heartbeat, live progress and cancel polling for one running capture."""
 
     def __init__(self, capture: Capture) -> None:
         self.capture = capture
-        self.started = time.monotonic()
         self.last_beat = 0.0
         self.behind_s = 0.0
         self.cancelled = False
         self.lines: list[str] = []
         self.sampling_started_at: Any = None
+        self.sampling_since: float | None = None  # monotonic, at py-spy's sampling line
         self.span: dict[str, float] = {}  # when py-spy started and stopped sampling
 
     def on_line(self, line: str, elapsed_s: float | None = None) -> None:
         self.lines.append(line)
         if self.sampling_started_at is None and line.startswith(SAMPLING_LINE):
             self.sampling_started_at = timezone.now()
+            self.sampling_since = time.monotonic()
+            self.beat(force=True)  # the page says "sampling" from now, not a beat later
         for key, text in (("start", "Sampling process"), ("stop", "Stopped sampling")):
             if text in line and elapsed_s is not None:
                 self.span.setdefault(key, elapsed_s)
@@ -170,17 +192,7 @@ class _Progress:
         if not force and now - self.last_beat < HEARTBEAT_EVERY_S:
             return self.cancelled
         self.last_beat = now
-        elapsed = now - self.started
-        progress = {
-            "elapsed_s": round(elapsed, 1),
-            "duration_s": self.capture.duration,
-            "behind_s": self.behind_s,
-            # py-spy reports its count only at the end; a sampler that is `behind_s`
-            # late has taken about that much time's worth of samples fewer.
-            "expected_samples": int(
-                max(0.0, min(elapsed, self.capture.duration) - self.behind_s) * self.capture.rate
-            ),
-        }
+        progress = live_progress(self.capture, self.sampling_since, self.behind_s, now)
         Capture.objects.filter(pk=self.capture.pk).update(
             heartbeat_at=timezone.now(), progress=progress
         )

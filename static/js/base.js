@@ -37,5 +37,11 @@
     }
   }
   document.addEventListener("DOMContentLoaded", () => applyWidths(document));
-  window.flamedeck = { cookie, escapeHtml, fetchJson, el, applyWidths };
+  // A running capture's clock: seconds sampled of the asked duration, counted from
+  // py-spy's first sample; before it (SSH connect, py-spy attaching) say so instead.
+  function sampledText(progress) {
+    if (progress.sampling === false) return "starting py-spy…";
+    return `${Number(progress.elapsed_s || 0).toFixed(1)} / ${progress.duration_s} s`;
+  }
+  window.flamedeck = { cookie, escapeHtml, fetchJson, el, applyWidths, sampledText };
 })();

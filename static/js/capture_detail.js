@@ -336,7 +336,7 @@
     $("live-fill").style.width = `${p.duration_s ? Math.min(100, (100 * p.elapsed_s) / p.duration_s) : 2}%`;
     $("live-fill").classList.toggle("behind", (p.behind_s || 0) >= 1);
     $("live-line").textContent = capture.status === "running" && p.duration_s
-      ? `${p.elapsed_s} / ${p.duration_s} s · ≈ ${fmt(p.expected_samples)} sampling rounds so far (the result counts one sample per thread per round) · ${p.behind_s ? p.behind_s + " s behind" : "keeping up"}`
+      ? `${fd.sampledText(p)} · ≈ ${fmt(p.expected_samples)} sampling rounds so far (the result counts one sample per thread per round) · ${p.behind_s ? p.behind_s + " s behind" : "keeping up"}`
       : capture.status === "parsing" ? "analysing samples…"
       : p.retry ? p.retry.message : "queued, waiting for a worker…";
     setTimeout(pollLive, 1000);

@@ -147,7 +147,7 @@
     const p = capture.progress || {};
     if (capture.status === "running" && p.duration_s) {
       const behind = p.behind_s ? ` · ${p.behind_s} s behind` : " · keeping up";
-      return `${p.elapsed_s} / ${p.duration_s} s · ≈ ${p.expected_samples} sampling rounds${behind}`;
+      return `${fd.sampledText(p)} · ≈ ${p.expected_samples} sampling rounds${behind}`;
     }
     if (capture.status === "parsing") return "analysing samples…";
     if (capture.status === "done" || capture.status === "cancelled") {

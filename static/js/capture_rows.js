@@ -24,7 +24,7 @@
     const cell = (name) => row.querySelector(`[data-cell=${name}]`);
     const status = [badge(capture.status)];
     if (capture.status === "queued" && p.retry) status.push(el("span", { class: "small muted retryline" }, ` ${p.retry.message}`));
-    if (capture.status === "running" && p.duration_s) status.push(el("span", { class: "muted small elapsed" }, ` ${Number(p.elapsed_s).toFixed(1)} / ${p.duration_s} s`));
+    if (capture.status === "running" && p.duration_s) status.push(el("span", { class: "muted small elapsed" }, ` ${fd.sampledText(p)}`));
     cell("status").replaceChildren(...status);
     row.dataset.status = capture.status;
     if (LIVE.includes(capture.status)) {

@@ -209,13 +209,18 @@ def test_capture_rows_follow_a_running_capture_after_a_reload(open_tab, teammate
     capture = services.capture_create(
         user=None, host=Host.objects.get(name="local"), pid=4242, run=run, duration=10, rate=20
     )
+    live = {"sampling": False, "elapsed_s": 0.0, "duration_s": 10, "behind_s": 0.0}
     Capture.objects.filter(pk=capture.pk).update(
-        status="running",
-        progress={"elapsed_s": 3.0, "duration_s": 10, "behind_s": 0.0, "expected_samples": 60},
+        status="running", progress={**live, "expected_samples": 0}
     )
     page = open_tab(teammate).goto(f"/runs/{run.pk}/")
     row = page.locator(f"#captures tr[data-capture='{capture.pk}']")
+    expect(row).to_contain_text("starting py-spy…")  # connected, not sampling yet
+    Capture.objects.filter(pk=capture.pk).update(
+        progress={**live, "sampling": True, "elapsed_s": 3.0, "expected_samples": 60}
+    )
     expect(row).to_contain_text("3.0 / 10 s")
+    expect(row).not_to_contain_text("starting py-spy")
     samples = row.locator("[data-cell=samples]")
     expect(samples).to_have_text("≈ 60 rounds")  # py-spy's rounds, labelled as such
     expect(samples).to_have_attribute("title", re.compile("one sample per thread per round"))

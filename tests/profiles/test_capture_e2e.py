@@ -38,7 +38,11 @@ def _until(condition, timeout_s: float) -> bool:
 def _sampling(capture_id: int, pid: int, seconds: float) -> bool:
     """py-spy is attached and the capture has been sampling for `seconds`."""
     progress = Capture.objects.get(pk=capture_id).progress
-    return pyspy_running(pid) and progress.get("elapsed_s", 0) >= seconds
+    return (
+        pyspy_running(pid)
+        and progress.get("sampling") is True
+        and progress.get("elapsed_s", 0) >= seconds
+    )
 
 
 def _api(client, user):

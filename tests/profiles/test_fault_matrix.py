@@ -138,7 +138,14 @@ class Watch:
 
 
 def _sampling_for(capture: Capture, seconds: float) -> bool:
-    return capture.status == "running" and capture.progress.get("elapsed_s", 0) >= seconds
+    """py-spy has sampled the capture's process for `seconds` (progress counts from
+    py-spy's first sample, not from the worker's start: see `live_progress`)."""
+    progress = capture.progress
+    return (
+        capture.status == "running"
+        and progress.get("sampling") is True
+        and progress.get("elapsed_s", 0) >= seconds
+    )
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ per-rank outcomes, and a host failure that fails only that host's ranks.
 The seam itself is tested for real in tests/runs/test_remote_many.py and end to end
 in tests/profiles/test_group_window_e2e.py."""
 
+import threading
+
 import pytest
 from django.utils import timezone
 
@@ -16,6 +18,7 @@ from runs.models import Host, Run, RunProcess
 pytestmark = pytest.mark.django_db
 
 RAW = b"thread (1): MainThread;main (train.py:1) 40\n"
+SAMPLING_PREFIX = "py-spy> Sampling process"
 SAMPLING = "py-spy> Sampling process 20 times a second for 10 seconds. Press Control-C to exit."
 
 
@@ -132,7 +135,17 @@ def test_a_rank_whose_process_exits_mid_window_says_what_it_covered_not_the_sess
 
     monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
     local = Host.objects.get(name="local")
-    stays, leaves = start_workload(threads=1), start_workload(threads=1).exit_once_sampled(3)
+    stays, leaves = start_workload(threads=1), start_workload(threads=1)
+    sampling = threading.Event()
+    on_line = group_pipeline._HostSession.on_line
+
+    def seen(session, pid: int, line: str, elapsed_s: float) -> None:
+        on_line(session, pid, line, elapsed_s)
+        if pid == leaves.pid and line.startswith(SAMPLING_PREFIX):
+            sampling.set()
+
+    monkeypatch.setattr(group_pipeline._HostSession, "on_line", seen)
+    leaves.exit_once_sampled(3, sampling)
     run = Run.objects.create(name="exits")
     for rank, pid in enumerate([stays.pid, leaves.pid]):
         RunProcess.objects.create(run=run, host=local, pid=pid, role=f"rank-{rank}")

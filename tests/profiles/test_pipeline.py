@@ -124,8 +124,9 @@ def test_a_cancelled_record_keeps_and_analyses_its_samples(monkeypatch, capture)
 def test_progress_heartbeats_and_sees_a_cancel_request(monkeypatch, capture):
     services.capture_claim(capture_id=capture.pk, worker="w")
     progress = pipeline._Progress(Capture.objects.get(pk=capture.pk))
-    progress.started -= 3.0  # three seconds into the capture
-    progress.on_line(LOG.splitlines()[1], 3.0)
+    progress.on_line(LOG.splitlines()[0], 0.4)
+    progress.sampling_since -= 3.0  # three seconds into the sampling
+    progress.on_line(LOG.splitlines()[1], 3.4)
     capture.refresh_from_db()
     assert capture.progress["behind_s"] == pytest.approx(1.2)
     # 3 s at 100 Hz, less the 1.2 s the sampler is behind: about 180 samples so far.
@@ -134,6 +135,25 @@ def test_progress_heartbeats_and_sees_a_cancel_request(monkeypatch, capture):
     Capture.objects.filter(pk=capture.pk).update(cancel_requested=True)
     progress.last_beat = 0
     assert progress.should_cancel() is True
+
+
+def test_progress_counts_from_pyspys_first_sample_not_from_the_workers_start(capture):
+    # SSH and py-spy's attach can take seconds on a busy host: until py-spy says it
+    # samples, the page must not show seconds (or rounds) sampled.
+    services.capture_claim(capture_id=capture.pk, worker="w")
+    progress = pipeline._Progress(Capture.objects.get(pk=capture.pk))
+    progress.beat(force=True)
+    capture.refresh_from_db()
+    assert capture.progress["sampling"] is False
+    assert (capture.progress["elapsed_s"], capture.progress["expected_samples"]) == (0, 0)
+    progress.on_line(LOG.splitlines()[0], 2.5)  # written at once, not a beat later
+    capture.refresh_from_db()
+    assert capture.progress["sampling"] is True and capture.progress["elapsed_s"] < 0.5
+    progress.sampling_since -= 2.0
+    progress.beat(force=True)
+    capture.refresh_from_db()
+    assert capture.progress["elapsed_s"] == pytest.approx(2.0, abs=0.2)
+    assert 190 <= capture.progress["expected_samples"] <= 220
 
 
 def test_illegal_transitions_are_refused(capture):

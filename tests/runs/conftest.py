@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,22 +19,6 @@ PY_SPY = str(Path(sys.executable).with_name("py-spy"))
 # Locally a missing sshd skips its tests; under CI the fixtures fail them instead.
 _NO_SSHD = missing_reason(SSHD, "OpenSSH's sshd", "apt-get install openssh-server")
 needs_sshd = pytest.mark.skipif(bool(_NO_SSHD and not os.environ.get("CI")), reason=str(_NO_SSHD))
-
-
-def pyspy_running(pid: int) -> bool:
-    """Whether a `py-spy record` for this pid runs anywhere on the machine."""
-    found = subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "], capture_output=True)
-    return found.returncode == 0
-
-
-def wait_until(condition, timeout_s: float, poll_s: float = 0.1) -> bool:
-    """Poll `condition()` until it holds or `timeout_s` passes; return its last value."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(poll_s)
-    return bool(condition())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import replace
 
 import pytest
 
 from runs.remote import RecordSettings, Target, check_host, dump, list_processes, record
 from tests.support.sshd import ALIAS, SSHServer
+from tests.support.workload import pyspy_running
 
-from .conftest import PY_SPY, pyspy_running
+from .conftest import PY_SPY
 
 QUICK = RecordSettings(duration_s=2, rate=100)
 
@@ -141,8 +143,16 @@ def test_the_wall_clock_bound_holds_when_pyspys_duration_would_run_long(local_ta
 def test_a_process_exiting_mid_capture_keeps_its_samples(local_target):
     from tests.support.workload import start_workload
 
-    with start_workload().exit_once_sampled(1.0) as short:
-        result = record(local_target, short.pid, RecordSettings(duration_s=3, rate=100))
+    sampling = threading.Event()
+
+    def on_progress(line: str, elapsed_s: float) -> None:
+        if line.startswith("py-spy> Sampling process"):
+            sampling.set()
+
+    with start_workload().exit_once_sampled(1.0, sampling) as short:
+        result = record(
+            local_target, short.pid, RecordSettings(duration_s=3, rate=100), on_progress=on_progress
+        )
     assert result.process_exited
     assert "target-0" in result.raw.decode()
     assert result.elapsed_s < 3

@@ -6,17 +6,18 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
 
 from runs.remote import RecordSettings, RemoteError, record_many, record_many_script
 from runs.remote.many import _frames
+from tests.support.procs import wait_until
 from tests.support.sshd import _descendants
-from tests.support.workload import Workload, start_workload
-
-from .conftest import pyspy_running, wait_until
+from tests.support.workload import Workload, pyspy_running, start_workload
 
 SHORT = RecordSettings(duration_s=3, rate=50)
 SHORT_5S = RecordSettings(duration_s=5, rate=50)
@@ -39,6 +40,7 @@ class Session:
         self.hold_s, self.stop, self.stop_after_s = hold_s, stop, stop_after_s
         self.ready_at: float | None = None
         self.sampling: dict[int, float] = {}
+        self.sampled: defaultdict[int, threading.Event] = defaultdict(threading.Event)
         self.on_sampling = None
 
     def on_ready(self) -> None:
@@ -50,6 +52,7 @@ class Session:
     def on_line(self, pid: int, line: str, elapsed_s: float) -> None:
         if line.startswith("py-spy> Sampling process"):
             self.sampling[pid] = time.monotonic()
+            self.sampled[pid].set()
             if self.on_sampling:
                 self.on_sampling()
 
@@ -135,9 +138,11 @@ NOTICE_S = 1.0
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_each_pid_keeps_its_own_sampling_span_when_its_process_exits_mid_window(transport, request):
     target = request.getfixturevalue(f"{transport}_target")
-    stays, leaves = start_workload(threads=1), start_workload(threads=1).exit_once_sampled(2.5)
+    session = Session()
+    stays, leaves = start_workload(threads=1), start_workload(threads=1)
+    leaves.exit_once_sampled(2.5, session.sampled[leaves.pid])
     try:
-        outcome = record_many(target, [stays.pid, leaves.pid], SHORT_5S, Session())
+        outcome = record_many(target, [stays.pid, leaves.pid], SHORT_5S, session)
     finally:
         stays.stop()
         leaves.stop()

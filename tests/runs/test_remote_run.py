@@ -5,8 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from runs.remote import run
-
-from .conftest import wait_until
+from tests.support.procs import wait_until
 
 
 def test_run_streams_stdout_lines_as_they_are_printed():

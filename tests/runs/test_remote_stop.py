@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from runs.remote import RecordSettings, RemoteError, record, record_script, wrap
-
-from .conftest import pyspy_running, wait_until
+from tests.support.procs import wait_until
+from tests.support.workload import pyspy_running
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = RecordSettings(duration_s=30, rate=50)

@@ -67,15 +67,17 @@ class Workload:
         self.pid = int(line.split("=", 1)[1])
         self.threads = threads + 2  # the targets, the waiter and the main thread
 
-    def exit_once_sampled(self, after_s: float) -> Workload:
-        """End the workload (SIGTERM) `after_s` seconds after a py-spy record of it is
-        seen to start. A timer from the workload's own start races py-spy's start-up on
-        a loaded machine, and a process that py-spy keeps stopping to sample can reach
-        its own exit seconds late."""
+    def exit_once_sampled(self, after_s: float, sampling: threading.Event) -> Workload:
+        """End the workload (SIGTERM) `after_s` seconds after `sampling` is set: the
+        test sets it when py-spy prints its sampling line for this PID, i.e. once
+        py-spy has attached. A timer from the workload's own start (or from py-spy's
+        process start) races the SSH connect and py-spy's attach on a loaded machine;
+        a process gone before the attach is a failed capture (no such process), not
+        one that exited mid-capture."""
 
         def end() -> None:
-            while self.proc.poll() is None and not pyspy_running(self.pid):
-                time.sleep(0.05)
+            if not sampling.wait(timeout=120):
+                return  # never sampled: the test fails on its own assertions
             time.sleep(after_s)
             if self.proc.poll() is None:
                 self.proc.terminate()
@@ -113,4 +115,5 @@ if __name__ == "__main__":
 
 def pyspy_running(pid: int) -> bool:
     """True while a `py-spy record --pid PID` runs on this machine."""
-    return subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "]).returncode == 0
+    found = subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "], capture_output=True)
+    return found.returncode == 0
