@@ -66,7 +66,7 @@ def process_row(capture: Capture) -> dict[str, Any]:
         "status": capture.status,
         "final": capture.is_final,
         # A failed process has no numbers, only its cause (shown on a row of its own).
-        "elapsed_s": None if failed else progress.get("elapsed_s") if running else capture.wall_s,
+        "elapsed_s": None if failed else _sampled(capture, progress, running),
         "duration_s": capture.duration,
         "behind_s": None
         if failed
@@ -208,3 +208,11 @@ def skipped_processes(group: CaptureGroup, captures: list[Capture]) -> list[dict
         created_at__lte=group.created_at, alive=False
     )
     return [{"label": str(p), "checked_at": p.checked_at} for p in rows if p.pk not in captured]
+
+
+def _sampled(capture: Capture, progress: dict[str, Any], running: bool) -> float | None:
+    """Seconds sampled: live from py-spy's first sample, then py-spy's own span (the
+    claim-to-finish time only for captures recorded before spans were kept)."""
+    if running:
+        return progress.get("elapsed_s")
+    return progress.get("sampled_s", capture.wall_s)

@@ -339,17 +339,20 @@ def capture_record_finish(
 
 
 def _record_note(result: Any, capture: Capture, span: dict[str, float]) -> str:
-    notes = []
+    """The record's note; also keeps in `progress` the seconds py-spy sampled
+    (`sampled_s`: a whole-job rank's own span, not its host session's time) and, for
+    a process that exited mid-capture, how much of the asked duration that covers."""
+    notes, spans = [], {}
+    if "start" in span:
+        stop = span.get("stop", result.elapsed_s)  # its own notice, or its command's end
+        spans["sampled_s"] = round(max(0.0, stop - span["start"]), 1)
     if getattr(result, "process_exited", False):
-        # The span py-spy sampled (a whole-job rank's own, not its host session's).
-        spanned = "start" in span and "stop" in span
-        covered = span["stop"] - span["start"] if spanned else result.elapsed_s
-        covered_s = round(min(covered, capture.duration), 1)
-        current = Capture.objects.values_list("progress", flat=True).get(pk=capture.pk)
-        Capture.objects.filter(pk=capture.pk).update(
-            progress={**(current or {}), "covered_s": covered_s}
-        )
+        covered = spans.get("sampled_s", result.elapsed_s)
+        spans["covered_s"] = round(min(covered, capture.duration), 1)
         notes.append("The process exited during the capture; the samples taken before are kept.")
+    if spans:
+        current = Capture.objects.values_list("progress", flat=True).get(pk=capture.pk)
+        Capture.objects.filter(pk=capture.pk).update(progress={**(current or {}), **spans})
     if result.stopped_by == "cancel":
         notes.append("Cancelled by a user; the samples taken until then are kept.")
     return " ".join(notes)

@@ -168,6 +168,22 @@ def test_a_running_process_shows_elapsed_lag_and_estimated_samples(teammate_clie
     assert data["final"] is False and data["waiting"] == {"shown": False, "reason": "pending"}
 
 
+def test_a_done_process_shows_the_seconds_its_pyspy_sampled_not_its_wall_time(
+    teammate_client, group
+):
+    done, legacy = group.captures.order_by("pid")[:2]
+    for capture in (done, legacy):  # claimed 14 s before it ended: connect, sample, parse
+        capture.started_at = timezone.now() - timezone.timedelta(seconds=14)
+        capture.finished_at = timezone.now()
+    done.progress = {"elapsed_s": 9.4, "duration_s": 10, "sampled_s": 9.4}
+    for capture in (done, legacy):
+        capture.save()
+    rows = {r["id"]: r for r in teammate_client.get(f"/api/groups/{group.pk}/live/").json()["rows"]}
+    assert rows[done.pk]["elapsed_s"] == 9.4
+    # A capture recorded before spans were kept still shows its claim-to-finish time.
+    assert rows[legacy.pk]["elapsed_s"] == pytest.approx(14, abs=0.5)
+
+
 def test_the_live_json_needs_a_login(client, group):
     assert client.get(f"/api/groups/{group.pk}/live/").status_code in (401, 403)
 

@@ -40,11 +40,14 @@ def _result(**overrides):
     return remote.RecordResult(**values)
 
 
-def _swap_record(monkeypatch, outcome):
+def _swap_record(monkeypatch, outcome, lines=()):
+    """Swap remote.record for one that says `lines` ((text, elapsed_s)) and ends so."""
     calls = []
 
     def fake_record(target, pid, settings, **kwargs):
         calls.append((target, pid, settings, kwargs))
+        for text, elapsed_s in lines:
+            kwargs["on_progress"](text, elapsed_s)
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
@@ -91,6 +94,27 @@ def test_a_process_that_exits_mid_capture_is_done_with_a_note(monkeypatch, captu
     capture.refresh_from_db()
     assert "exited during the capture" in capture.note
     assert capture.stats["total_samples"] == 10
+
+
+@pytest.mark.parametrize(
+    ("said", "exited", "sampled_s"),
+    [
+        # py-spy's own stop notice ends the span...
+        ([("py-spy> Stopped sampling because process exited", 3.3)], True, 2.5),
+        # ...or, when it ends on its own count (no notice), its command's end (5.1 s).
+        ([], False, 4.3),
+    ],
+)
+def test_the_span_pyspy_sampled_is_kept_from_its_first_sample_to_its_stop(
+    monkeypatch, capture, said, exited, sampled_s
+):
+    lines = [(LOG.splitlines()[0], 0.8), *said]  # sampling from 0.8 s: connect, attach
+    _swap_record(monkeypatch, _result(process_exited=exited), lines=lines)
+    assert pipeline.capture_execute(capture_id=capture.pk) == "done"
+    capture.refresh_from_db()
+    assert capture.progress["sampled_s"] == sampled_s
+    # Only a process that exited gets "covers N s of the asked", from the same span.
+    assert capture.progress.get("covered_s") == (sampled_s if exited else None)
 
 
 def test_a_permanent_failure_fails_at_once_with_its_cause(monkeypatch, capture):
