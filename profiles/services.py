@@ -46,7 +46,9 @@ RECORD_FIELDS = (
 )
 
 
-def capture_validate_settings(*, kind: str, duration: int, rate: int) -> None:
+def capture_validate_settings(
+    *, kind: str, duration: int, rate: int, native: bool = False, nonblocking: bool = False
+) -> None:
     from django.conf import settings
 
     if kind not in (Capture.Kind.RECORD, Capture.Kind.DUMP):
@@ -57,6 +59,15 @@ def capture_validate_settings(*, kind: str, duration: int, rate: int) -> None:
         )
     if not 1 <= rate <= 2000:
         raise ValidationError({"rate": "rate must be 1–2000 samples per second"})
+    if kind == Capture.Kind.RECORD and native and nonblocking:
+        # py-spy refuses the pair at start ("Can't get native stack traces with the
+        # --nonblocking option"): say so before a worker is sent to find out.
+        raise ValidationError(
+            {
+                "nonblocking": "native stacks need py-spy to pause the process: "
+                "turn off native or non-blocking"
+            }
+        )
 
 
 def capture_create(
@@ -98,7 +109,13 @@ def capture_create(
         keyword_set=KeywordSet.objects.filter(is_default=True).first(),
         **py_spy_settings,
     )
-    capture_validate_settings(kind=capture.kind, duration=capture.duration, rate=capture.rate)
+    capture_validate_settings(
+        kind=capture.kind,
+        duration=capture.duration,
+        rate=capture.rate,
+        native=capture.native,
+        nonblocking=capture.nonblocking,
+    )
     busy = capture_busy_with(host=host, pid=pid)
     if busy is not None:
         raise CaptureConflict(busy)

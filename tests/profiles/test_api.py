@@ -130,12 +130,24 @@ def test_creating_a_capture_queues_it_with_its_settings(
         {"host": "local", "pid": 5, "rate": 0},
         {"host": "local", "pid": 5, "duration": 100000},
         {"host": "local", "pid": 5, "kind": "flame"},
+        # py-spy refuses native stacks without pausing the process: asked, not sent.
+        {"host": "local", "pid": 5, "native": True, "nonblocking": True},
     ],
 )
 def test_bad_capture_requests_get_400_with_the_field_named(owner_client, body):
     response = owner_client.post("/api/captures/", body, content_type="application/json")
     assert response.status_code == 400
-    assert set(response.json()) & {"pid", "host", "rate", "duration", "kind", "process"}
+    fields = {"pid", "host", "rate", "duration", "kind", "process", "nonblocking"}
+    assert set(response.json()) & fields
+    assert not Capture.objects.exists()
+
+
+def test_non_blocking_sampling_without_native_stacks_is_accepted(owner_client, _no_enqueue):
+    body = {"host": "local", "pid": 5, "native": False, "nonblocking": True}
+    response = owner_client.post("/api/captures/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    capture = Capture.objects.get(pk=response.json()["id"])
+    assert (capture.native, capture.nonblocking) == (False, True)
 
 
 def test_cancelling_a_queued_capture_ends_it_and_a_done_one_is_refused(owner_client):

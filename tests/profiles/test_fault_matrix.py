@@ -86,8 +86,26 @@ class Case:
     outcome: str = ""
     seen: set[str] = field(default_factory=set)
     problem: str = ""  # a failed check, kept so the other cases still run to their end
-    midway: Callable[[Capture], bool] | None = None  # returns True once done
+    # A mid-capture fault: `inject()` runs once `when(capture)` holds, in a thread of
+    # its own (a Redis restart takes a second; it must not hold up another case's).
+    when: Callable[[Capture], bool] | None = None
+    inject: Callable[[], None] | None = None
+    injected: str = ""  # when it ran: seconds after the request, and sampled by then
     check: Callable[[Capture], None] | None = None
+
+    def inject_now(self, capture: Capture) -> None:
+        action, self.inject = self.inject, None
+        sampled = capture.progress.get("elapsed_s")
+        self.injected = f"{(timezone.now() - self.t0).total_seconds():.1f} s after the request, "
+        self.injected += f"{sampled} s into sampling"
+
+        def run() -> None:
+            try:
+                action()
+            except Exception as error:  # kept on the case: the matrix still runs to its end
+                self.problem = f"the fault could not be injected: {error!r}"
+
+        threading.Thread(target=run, name=f"inject {self.name}", daemon=True).start()
 
     def poll(self) -> None:
         if self.capture_id is None or self.final_s is not None:
@@ -107,12 +125,13 @@ class Case:
 
 class Watch:
     """In a thread of its own, polling every 50 ms: notes every retry line the cases'
-    captures show (a retry waits only about a second) and injects the mid-capture
-    faults as soon as their moment comes."""
+    captures show (a retry waits only about a second) and starts the mid-capture
+    faults as soon as their moment comes. An error of its own is kept in `error`."""
 
     def __init__(self, cases: list[Case]) -> None:
         self.cases = cases
         self.running = True
+        self.error = ""
         self.thread = threading.Thread(target=self._watch, daemon=True)
         self.thread.start()
 
@@ -126,9 +145,14 @@ class Watch:
                 for pk, progress in rows.values_list("pk", "progress"):
                     by_id[pk].seen.add(progress["retry"]["message"])
                 for case in by_id.values():
-                    if case.midway and case.midway(Capture.objects.get(pk=case.capture_id)):
-                        case.midway = None
+                    if case.inject and case.when:
+                        capture = Capture.objects.get(pk=case.capture_id)
+                        if case.when(capture):
+                            case.inject_now(capture)
                 time.sleep(0.05)
+        except Exception as error:
+            self.error = repr(error)
+            raise
         finally:
             connection.close()
 
@@ -236,6 +260,7 @@ def _run_matrix(api, hosts, loads, workers, redis, doomed_queue) -> list[Case]:
             time.sleep(0.1)
     finally:
         watch.stop()
+    assert not watch.error, f"the watch thread failed: {watch.error}"
     return cases
 
 
@@ -316,24 +341,27 @@ def _pid_exits(api, host, loads) -> Case:
     # The test ends the process once py-spy has sampled it for a second: a timer inside
     # the workload would race the capture's start on a loaded machine (and a process
     # that py-spy keeps stopping to sample can take seconds longer to reach its exit).
+    # --nonblocking (so without --native, which needs the pause): a process killed
+    # while py-spy holds it stopped (ptrace, the default) can leave py-spy 0.4.3 hung
+    # or blind to the exit, 2 runs in 11 here under load (README, "A process
+    # killed mid-sample"); not what this case tests.
     load = loads["exits"] = start_workload(threads=2)
     case = Case("process exits mid-capture", "done", DURATION + HEARTBEAT_S)
 
-    def end_it(capture: Capture) -> bool:
-        if not _sampling_for(capture, 1):
-            return False
-        load.proc.terminate()
-        return True
-
     def noted_the_exit(capture: Capture) -> None:
         log = capture_files.read_log(capture) or ""
-        assert "exited" in capture.note, (capture.note, capture.progress, log[-1500:])
-        assert 1 <= capture.progress["covered_s"] < DURATION, capture.progress
+        ended = f"ended {case.injected or 'never'}, exit status {load.proc.poll()}"
+        assert "exited" in capture.note, (ended, capture.note, capture.progress, log[-1500:])
+        assert 1 <= capture.progress["covered_s"] < DURATION, (ended, capture.progress)
 
-    case.midway = end_it
+    case.when = lambda capture: _sampling_for(capture, 1)
+    case.inject = load.proc.terminate
     case.check = noted_the_exit
     case.t0 = timezone.now()
-    response = _post(api, "/api/captures/", host=host.name, pid=load.pid, duration=DURATION)
+    response = _post(
+        api, "/api/captures/", host=host.name, pid=load.pid, duration=DURATION,
+        native=False, nonblocking=True,
+    )  # fmt: skip
     return _start(case, response.json()["id"], load.pid)
 
 
@@ -351,13 +379,8 @@ def _lost_message(host, load) -> Case:
 def _worker_killed(host, load, worker, queue: str) -> Case:
     case = Case("worker SIGKILLed mid-capture", "failed/worker_lost", DURATION + 2 + HEARTBEAT_S)
 
-    def kill(capture: Capture) -> bool:
-        if not _sampling_for(capture, 1):
-            return False
-        worker.kill()
-        return True
-
-    case.midway = kill
+    case.when = lambda capture: _sampling_for(capture, 1)
+    case.inject = worker.kill
     case.t0 = timezone.now()
     capture = services.capture_create(
         user=None, host=host, pid=load.pid, duration=DURATION + 2, enqueue=False
@@ -369,13 +392,8 @@ def _worker_killed(host, load, worker, queue: str) -> Case:
 def _redis_restart(host, load, redis: PrivateRedis) -> Case:
     case = Case("Redis restarted mid-capture", "done", DURATION + HEARTBEAT_S)
 
-    def restart(capture: Capture) -> bool:
-        if not _sampling_for(capture, 1):
-            return False
-        redis.restart()
-        return True
-
-    case.midway = restart
+    case.when = lambda capture: _sampling_for(capture, 1)
+    case.inject = redis.restart
     case.t0 = timezone.now()
     capture = services.capture_create(
         user=None, host=host, pid=load.pid, duration=DURATION, enqueue=False
@@ -420,5 +438,6 @@ def _report(cases: list[Case], capsys) -> None:
     for case in cases:
         took = f"{case.final_s:.1f}" if case.final_s is not None else "never"
         lines.append(f"| {case.name} | {case.outcome or '–'} | {took} | {case.bound_s:.0f} |")
+    lines += [f"{case.name}: fault injected {case.injected}" for case in cases if case.injected]
     with capsys.disabled():
         print("\n" + "\n".join(lines))

@@ -149,7 +149,11 @@ def test_a_rank_whose_process_exits_mid_window_says_what_it_covered_not_the_sess
     run = Run.objects.create(name="exits")
     for rank, pid in enumerate([stays.pid, leaves.pid]):
         RunProcess.objects.create(run=run, host=local, pid=pid, role=f"rank-{rank}")
-    group = jobs.capture_group_create(user=None, run=run, duration=6, rate=50, native=False)
+    # --nonblocking: see the fault matrix's exit case (py-spy 0.4.3 and a process
+    # killed while it holds the process stopped).
+    group = jobs.capture_group_create(
+        user=None, run=run, duration=6, rate=50, native=False, nonblocking=True
+    )
     ids = list(group.captures.values_list("pk", flat=True))
     try:
         parsing = group_pipeline.host_captures_execute(

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from profiles import enqueue, jobs, selectors
-from profiles.models import Capture
+from profiles.models import Capture, CaptureGroup
 from runs.models import Host, Run, RunProcess
 
 pytestmark = pytest.mark.django_db
@@ -95,6 +95,19 @@ def test_the_api_captures_a_whole_run_and_reports_the_group(
     assert body["status"] == "running" and len(body["processes"]) == 3
     assert body["start_skew_s"] == 0.0  # nobody sampled yet; the spread once they have
     assert owner_client.get(f"/api/groups/{body['id']}/").json()["captures"] == 3
+
+
+def test_a_whole_run_asked_native_and_non_blocking_is_a_400_and_leaves_nothing(
+    owner_client, run_with_processes, queued
+):
+    response = owner_client.post(
+        f"/api/runs/{run_with_processes.pk}/capture/",
+        {"native": True, "nonblocking": True},
+        content_type="application/json",
+    )
+    assert response.status_code == 400, response.content
+    assert "native" in str(response.json())
+    assert not CaptureGroup.objects.exists() and not Capture.objects.exists()
 
 
 def test_a_teammate_cannot_capture_a_whole_run(teammate_client, run_with_processes):

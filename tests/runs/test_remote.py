@@ -149,10 +149,11 @@ def test_a_process_exiting_mid_capture_keeps_its_samples(local_target):
         if line.startswith("py-spy> Sampling process"):
             sampling.set()
 
+    # --nonblocking: see the fault matrix's exit case (py-spy 0.4.3 and a process
+    # killed while it holds the process stopped).
+    settings = RecordSettings(duration_s=3, rate=100, native=False, nonblocking=True)
     with start_workload().exit_once_sampled(1.0, sampling) as short:
-        result = record(
-            local_target, short.pid, RecordSettings(duration_s=3, rate=100), on_progress=on_progress
-        )
+        result = record(local_target, short.pid, settings, on_progress=on_progress)
     assert result.process_exited
     assert "target-0" in result.raw.decode()
     assert result.elapsed_s < 3

@@ -20,7 +20,9 @@ from tests.support.sshd import _descendants
 from tests.support.workload import Workload, pyspy_running, start_workload
 
 SHORT = RecordSettings(duration_s=3, rate=50)
-SHORT_5S = RecordSettings(duration_s=5, rate=50)
+# For a process ended mid-window: a process killed while py-spy holds it stopped
+# (ptrace, the default) can leave py-spy 0.4.3 hung or blind to the exit (README).
+NONBLOCKING_5S = RecordSettings(duration_s=5, rate=50, native=False, nonblocking=True)
 TRANSPORTS = ["local", pytest.param("ssh", marks=pytest.mark.sshd)]
 
 
@@ -142,7 +144,7 @@ def test_each_pid_keeps_its_own_sampling_span_when_its_process_exits_mid_window(
     stays, leaves = start_workload(threads=1), start_workload(threads=1)
     leaves.exit_once_sampled(2.5, session.sampled[leaves.pid])
     try:
-        outcome = record_many(target, [stays.pid, leaves.pid], SHORT_5S, session)
+        outcome = record_many(target, [stays.pid, leaves.pid], NONBLOCKING_5S, session)
     finally:
         stays.stop()
         leaves.stop()
