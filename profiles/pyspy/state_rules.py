@@ -26,6 +26,21 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+STATES: tuple[str, ...] = (
+    "compute",
+    "gpu_launch",
+    "gpu_sync",
+    "host_sync",
+    "allocator",
+    "collective",
+    "data_wait",
+    "backpressure",
+    "gil",
+    "idle",
+    "unknown",
+)
+"""The vocabulary, in the order every list of states follows (states.py re-exports it)."""
+
 
 class StateRule(NamedTuple):
     """One row of the table (see the module doc for each field)."""
@@ -163,9 +178,7 @@ DEFAULT_RULES: tuple[StateRule, ...] = (
     ),
     *_rows("idle", "*Selector.select", level="fallback", file="selectors.py"),
     *_rows("idle", "Queue.join", level="fallback", file="queue.py"),
-    *_rows(
-        "idle", "Future.result wait as_completed", level="fallback", file="concurrent/futures/_base.py"
-    ),
+    *_rows("idle", "Future.result wait as_completed", "fallback", "concurrent/futures/_base.py"),
     # Frames that say nothing: the interpreter, torch's and pybind11's binding layers,
     # thread entry points. An unmatched symbolised native frame elsewhere is compute.
     *_native("transparent", "*", file="libpython*"),
@@ -174,6 +187,7 @@ DEFAULT_RULES: tuple[StateRule, ...] = (
     *_native(
         "transparent",
         "pybind11::* start_thread clone clone3 __clone* __libc_start_main __libc_start_call_main "
-        "_start execute_native_thread_routine std::thread::* std::__invoke* std::_Function_handler*",
+        "_start execute_native_thread_routine std::thread::* std::__invoke* "
+        "std::_Function_handler*",
     ),
 )
