@@ -13,9 +13,13 @@ tests/data/pyspy/):
 So `rounds` comes from the log when the capture ended by duration (R*D - 1), else from
 the data when blocked threads were sampled (the most samples any thread has), else it
 is unknown (None). `idle_included` is what the caller knows (the capture's settings),
-else inferred: with `--idle` the threads that lived through the capture have exactly
-the same count, so at least two threads, and at least half of them, sharing the
-highest count says idle samples are present; a single thread says nothing (None).
+else inferred from the threads that lasted (at least 10% of the busiest one's count;
+gloo and pybind11 make short-lived thread states): with `--idle` each of them gives a
+sample in every round, without it only a thread that never blocked does. So two or
+more threads filling the rounds (95% of R*D - 1, or the top count without a log) say
+idle samples are present; a single lasting thread filling them does when at least a
+fifth of its samples are blocked states (a thread py-spy kept while it waited); a
+single thread without a log says nothing (None); anything else says they are absent.
 A thread's `active_percent` is 100 x its samples / rounds: without `--idle` the share
 of rounds it was running; with `--idle` the share of the capture it existed.
 """
@@ -29,10 +33,23 @@ from typing import NamedTuple
 from .profile import Profile
 from .types import LagReport
 
+# States a blocked thread is in: without --idle py-spy drops these samples.
+BLOCKED = frozenset({"collective", "data_wait", "backpressure", "gil", "idle"})
+FULL = 0.95
+"""A thread "fills" the rounds when it gave a sample in at least this share of them."""
+TRANSIENT = 0.1
+"""Threads below this share of the busiest one lived only briefly (ignored)."""
+
 
 class Activity(NamedTuple):
     rounds: int | None
     idle_included: bool | None
+
+
+class ThreadCount(NamedTuple):
+    samples: int
+    blocked: int
+    """Samples in a BLOCKED state."""
 
 
 def thread_owners(profile: Profile) -> array:
@@ -50,15 +67,15 @@ def thread_owners(profile: Profile) -> array:
 
 
 def activity(
-    thread_samples: Iterable[int], lag: LagReport | None, idle: bool | None = None
+    threads: Iterable[ThreadCount], lag: LagReport | None, idle: bool | None = None
 ) -> Activity:
-    """Rounds and idle_included from the whole capture's per-thread samples and log."""
-    counts = sorted((c for c in thread_samples if c), reverse=True)
-    inferred = _idle_in(counts)
-    idle_included = idle if idle is not None else inferred
-    rounds = rounds_from_log(lag)
+    """Rounds and idle_included from the whole capture's threads and py-spy's log."""
+    counts = sorted((t for t in threads if t.samples), reverse=True)
+    logged = rounds_from_log(lag)
+    idle_included = idle if idle is not None else _idle_in(counts, logged)
+    rounds = logged
     if rounds is None and idle_included and counts:
-        rounds = counts[0]
+        rounds = counts[0].samples
     return Activity(rounds, idle_included)
 
 
@@ -72,11 +89,22 @@ def rounds_from_log(lag: LagReport | None) -> int | None:
     return max(1, rate * duration - 1)
 
 
-def _idle_in(counts: list[int]) -> bool | None:
-    if len(counts) < 2:
+def _idle_in(counts: list[ThreadCount], rounds: int | None) -> bool | None:
+    """Whether blocked threads were sampled, from the counts (module doc); None: unknown."""
+    if not counts:
         return None
-    top = sum(1 for c in counts if c == counts[0])
-    return top >= 2 and 2 * top >= len(counts)
+    top = counts[0].samples
+    lasting = [t for t in counts if t.samples >= TRANSIENT * top]
+    full = [t for t in lasting if t.samples >= FULL * (rounds or top)]
+    if len(full) >= 2:
+        return True
+    if rounds is None and len(lasting) < 2:
+        return None  # one thread and no log: nothing to compare its count with
+    if len(full) == 1 and len(lasting) == 1:
+        # The only lasting thread gave a sample every round: blocked samples among them
+        # mean py-spy kept blocked stacks (without --idle it drops exactly those).
+        return full[0].blocked >= 0.2 * full[0].samples
+    return False
 
 
 def active_percent(samples: int, rounds: int | None) -> float | None:

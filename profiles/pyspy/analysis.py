@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from itertools import compress
 from typing import NamedTuple
 
-from .activity import Activity, active_percent, activity, thread_owners
+from .activity import BLOCKED, Activity, ThreadCount, active_percent, activity, thread_owners
 from .flamegraph import trie_flamegraph
 from .frames import ThreadFilter, parse_process
 from .keywords import GPU_KEYWORDS, Keyword
@@ -36,7 +36,7 @@ from .matching import (
 )
 from .profile import Accumulated, Profile, accumulate
 from .rule_table import StateRules
-from .states import STATES, StateCounts, UserCode, classify, count_states, named
+from .states import STATES, Classified, StateCounts, UserCode, classify, count_states, named
 from .types import (
     CategoryStat,
     FrameStat,
@@ -95,7 +95,8 @@ def analyze(
     callers, users = matched.named_callers(frames), matched.named_user_callers(frames)
     counts = count_states(profile, view.own, classified, thread_owners(profile))
     lag = analyze_lag(log_text) if log_text is not None else None
-    act = capture_activity(profile, lag, options.idle)
+    whole = counts if options.threads is None else None
+    act = capture_activity(profile, classified, lag, options.idle, whole)
     stats: Stats = {
         "format": profile.format,
         "total_samples": view.grand_total,
@@ -131,10 +132,24 @@ def analyze(
     return stats
 
 
-def capture_activity(profile: Profile, lag: LagReport | None, idle: bool | None) -> Activity:
-    """Rounds and idle_included of the whole capture (whatever the thread filter)."""
-    frame_total = profile.accumulated().frame_total
-    return activity((frame_total[fid] for fid in profile.frame_info().thread), lag, idle)
+def capture_activity(
+    profile: Profile,
+    classified: Classified,
+    lag: LagReport | None,
+    idle: bool | None,
+    counts: StateCounts | None = None,
+) -> Activity:
+    """Rounds and idle_included of the whole capture (whatever the thread filter);
+    `counts` are its state counts when already made for the whole profile."""
+    if counts is None:
+        counts = count_states(profile, profile.self_count, classified, thread_owners(profile))
+    blocked = [STATES.index(s) for s in BLOCKED]
+    threads = (
+        ThreadCount(sum(samples), sum(samples[i] for i in blocked))
+        for fid, samples in counts.samples.items()
+        if fid >= 0
+    )
+    return activity(threads, lag, idle)
 
 
 def _all_states(counts: StateCounts, frames: list[str], whole: int) -> list[StateStat]:

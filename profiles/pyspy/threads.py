@@ -151,7 +151,7 @@ def thread_tables(
             if mine is not None and total[node]:
                 mine.matched.add(fresh, total[node], callers.of(node), classified.user_at[node])
     states = count_states(profile, own, classified, owner)
-    act = capture_activity(profile, lag, options.idle)
+    act = capture_activity(profile, classified, lag, options.idle, states)
     tables = _tables(profile, keywords, counts, states)
     tables["rounds"], tables["idle_included"] = act.rounds, act.idle_included
     return tables
