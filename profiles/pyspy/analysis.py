@@ -103,7 +103,7 @@ def analyze(
         "unique_stacks": len(view.own) - view.own.count(0),
         "skipped_lines": profile.skipped_lines,
         "max_depth": max(compress(profile.depth, view.own), default=0),
-        "threads": _threads(profile, total_by_frame, view.grand_total, counts, act.rounds),
+        "threads": _threads(profile, view.grand_total, counts, act.rounds),
         "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
         "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
         "keywords": keyword_list(
@@ -248,12 +248,15 @@ class Matched:
 
 
 def _threads(
-    profile: Profile, total_by: list[int], whole: int, counts: StateCounts, rounds: int | None
+    profile: Profile, whole: int, counts: StateCounts, rounds: int | None
 ) -> list[ThreadStat]:
     out: list[ThreadStat] = []
     frames = profile.frames
     for fid, (tid, name, _) in profile.frame_info().thread.items():
-        samples = total_by[fid]
+        # A thread's samples are those of the stacks it owns (its frame outermost): a
+        # thread frame below another one (py-spy never writes that) adds to the outer
+        # thread, as in thread_tables.
+        samples = sum(counts.samples[fid]) if fid in counts.samples else 0
         if samples:
             pid = pid_of(profile, profile.parent[profile.frame.index(fid)])
             by_caller = [named(c, frames) for c in counts.callers[fid]]
