@@ -275,6 +275,9 @@ FLAMEDECK_KNOWN_HOSTS = env_str("FLAMEDECK_KNOWN_HOSTS") or None
 # Disk budget for raw capture files, enforced by `manage.py prune_raw`.
 FLAMEDECK_RAW_BUDGET_MB = env_int("FLAMEDECK_RAW_BUDGET_MB", 5000, minimum=1)
 FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimum=100)
+# A thread-state rules file the analysis worker puts ahead of the built-in table
+# (docs/states.md); empty: the built-in table only.
+FLAMEDECK_STATE_RULES = env_str("FLAMEDECK_STATE_RULES").strip()
 
 # --- static and media ------------------------------------------------------
 STATIC_URL = "static/"
