@@ -13,9 +13,10 @@ Each rank runs named threads:
   work sized to ~40% of its step, so the other ranks wait for it in ``all_reduce``;
 - ``starved``: the loader decodes each sample in Python (``decode_sample``), slower
   than a step, so the trainer waits in ``Queue.get``;
-- ``hostsync``: ``loss.item()`` right after the forward, every step, with the model on
+- ``hostsync``: ``loss.item()`` after the forward and ``.item()`` of the gradient norm
+  after the backward (logging them), every step, with the model on
   torch's lazy device (TorchScript backend, the mechanism XLA uses): ops are queued, and
-  ``.item()`` runs the queued forward and makes the host wait for it, as a GPU job's
+  ``.item()`` runs the queued work and makes the host wait for it, as a GPU job's
   ``.item()`` waits for its stream. (On CPU eager tensors ``.item()`` costs ~0.2 us:
   there is nothing to wait for, so a plain CPU job cannot show a host sync.)
 - ``backpressure``: the trainer hands each step's loss to a ``writer`` thread through
@@ -121,19 +122,24 @@ class Job:
         self.results: queue.Queue = queue.Queue(maxsize=2)
         self.steps = 0
         self.planted = False  # no planted cost while the plain step is timed
-        self.last_loss = 0.0
+        self.last_loss = self.last_norm = 0.0
 
     def plants(self, cause: str) -> bool:
         return self.planted and self.args.cause == cause
 
     def train_step(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        start = time.perf_counter()
         x, y = x.to(self.device), y.to(self.device)
         self.optimizer.zero_grad()
         logits = self.model(x)
         loss = nn.functional.cross_entropy(logits, y)
         if self.plants("hostsync"):
-            self.last_loss = loss.item()  # HOSTSYNC: the host waits for the forward
+            self.last_loss = loss.item()  # HOSTSYNC_LOSS: the host waits for the forward
         loss.backward()
+        if self.plants("hostsync"):  # (clip_grad_norm_'s norm has no lazy kernel: it would
+            # fall back to eager and sync inside the library instead)
+            squares = torch.stack([p.grad.pow(2).sum() for p in self.model.parameters()])
+            self.last_norm = squares.sum().sqrt().item()  # HOSTSYNC_NORM: ... and the backward
         if self.device.type == "lazy":
             torch._lazy.mark_step()  # run the backward once, before gloo reads the grads
         all_reduce_grads(self.model, self.world)
@@ -141,10 +147,18 @@ class Job:
         if self.device.type == "lazy":
             torch._lazy.mark_step()
         if self.metric_passes and self.planted:
-            metric_per_sample(logits.detach()[:, :10].tolist(), self.metric_passes)
+            rest_s, began = time.perf_counter() - start, time.perf_counter()
+            metric_per_sample(logits.detach()[:, :10].tolist(), self.metric_passes)  # STRAGGLER
+            self.resize_metric(rest_s, time.perf_counter() - began)
         if self.plants("backpressure"):
             self.results.put((self.steps, loss.detach()))  # BACKPRESSURE: a full queue
         self.steps += 1
+
+    def resize_metric(self, rest_s: float, spent_s: float) -> None:
+        """Keep metric_per_sample at ~40% of the step (2/3 of the rest of it), however
+        loaded the machine is."""
+        wanted = self.metric_passes * (2 / 3) * rest_s / max(spent_s, 1e-6)
+        self.metric_passes = max(1, round(0.7 * self.metric_passes + 0.3 * wanted))
 
     def train(self, batches: queue.Queue, stop: threading.Event) -> None:
         while not stop.is_set():

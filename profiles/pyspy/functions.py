@@ -1,0 +1,134 @@
+"""Per thread: how much time each function of the user's own code covers (`thread_functions`).
+
+A *function* is a user-code frame without its line number, as py-spy's `--nolineno`
+writes it: `metric_per_sample (train.py:79)` and `metric_per_sample (train.py:80)`
+are lines of `metric_per_sample (train.py)`. A function's samples are the samples
+with it anywhere on the stack, each sample once (two lines of one function on a
+stack, or a recursion, count once), so a function's share is its inclusive share,
+whatever line of it was running. `frame` is the function's line seen outermost in
+most samples: the exact frame a page can open in the flamegraph or the sandwich.
+
+This is what the whole-job report (job.py) compares across ranks and what the
+findings (findings.py) name, from stored stats alone. It stays small: the threads
+that matter first (those with samples in a collective, then by samples not idle),
+at most MAX_THREADS of them, and per thread its TOP_FUNCTIONS functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import compress
+
+from .activity import thread_owners
+from .frames import split_location
+from .profile import Profile
+from .types import FunctionStat, ThreadFunctions, ThreadStat
+from .usercode import UserCode
+
+MAX_THREADS = 16
+TOP_FUNCTIONS = 20
+
+
+def function_name(frame: str) -> str:
+    """`name (file.py:N)` -> `name (file.py)`; a frame without a line stays as it is."""
+    name, location = split_location(frame)
+    file, colon, line = location.rpartition(":")
+    return f"{name} ({file})" if colon and line.isdigit() else frame
+
+
+def thread_functions(
+    profile: Profile,
+    total: Sequence[int],
+    library: Iterable[str] = (),
+    threads: Sequence[ThreadStat] = (),
+) -> list[ThreadFunctions]:
+    """User functions per thread, the threads that matter first (see the module doc).
+
+    `total` is the inclusive value per node (a thread filter's view); `threads` are
+    the capture's thread rows with their states, which rank the threads.
+    """
+    user = UserCode(library)
+    counts, lines = _count(profile, total, user)
+    info, frames = profile.frame_info().thread, profile.frames
+    rows: list[ThreadFunctions] = []
+    for fid, count in _thread_samples(profile, total).items():
+        tid, name, _ = info[fid]
+        mine, best = counts.get(fid, {}), lines.get(fid, {})
+        top = sorted(mine.items(), key=lambda kv: (-kv[1], function_name(frames[kv[0]])))
+        functions: list[FunctionStat] = [
+            {"function": function_name(frames[fn]), "frame": frames[_hottest(best[fn])],
+             "samples": c}
+            for fn, c in top[:TOP_FUNCTIONS]
+        ]  # fmt: skip
+        rows.append({"thread": name, "tid": tid, "samples": count, "functions": functions})
+    order = {str(t["tid"]): _interest(t) for t in threads}
+    rows.sort(key=lambda r: (order.get(str(r["tid"]), (0, 0)), -r["samples"], str(r["tid"])))
+    return rows[:MAX_THREADS]
+
+
+def _interest(thread: ThreadStat) -> tuple[int, int]:
+    """Sort key: threads in a collective first, then most samples not idle."""
+    by_state = {s["state"]: s["samples"] for s in thread.get("states", [])}
+    return -bool(by_state.get("collective")), -(thread["samples"] - by_state.get("idle", 0))
+
+
+def _hottest(per_line: dict[int, int]) -> int:
+    """The line frame with most samples; ties go to the frame seen first."""
+    return min(per_line.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
+def _function_ids(profile: Profile, user: UserCode) -> list[int]:
+    """Per frame id: its function's id (the id of the function's first frame seen), or
+    -1 for frames that are not the user's code."""
+    key = ("functions", user.library)
+    cached = profile._cache.get(key)
+    if cached is None:
+        first: dict[str, int] = {}
+        cached = profile._cache[key] = [
+            first.setdefault(function_name(text), fid) if user.is_user(text) else -1
+            for fid, text in enumerate(profile.frames)
+        ]
+    return cached  # type: ignore[return-value]
+
+
+def _count(
+    profile: Profile, total: Sequence[int], user: UserCode
+) -> tuple[dict[int, dict[int, int]], dict[int, dict[int, dict[int, int]]]]:
+    """Per thread frame id: samples per function, and per function samples per line.
+
+    One pass in node order (parents first) carrying the tuple of functions already on
+    the path; a node adds its inclusive value to its function only when the function
+    is not on the path above it (each sample once).
+    """
+    fn_of = _function_ids(profile, user)
+    owner = thread_owners(profile)
+    parent, frame = profile.parent, profile.frame
+    path: list[tuple[int, ...]] = [()] * profile.node_count
+    counts: dict[int, dict[int, int]] = {}
+    lines: dict[int, dict[int, dict[int, int]]] = {}
+    for node in range(1, profile.node_count):
+        above = path[parent[node]]
+        fn = fn_of[frame[node]]
+        if fn < 0 or fn in above:
+            path[node] = above
+            continue
+        path[node] = (*above, fn)
+        value = total[node]
+        if value and owner[node] >= 0:
+            mine = counts.setdefault(owner[node], {})
+            mine[fn] = mine.get(fn, 0) + value
+            per_line = lines.setdefault(owner[node], {}).setdefault(fn, {})
+            per_line[frame[node]] = per_line.get(frame[node], 0) + value
+    return counts, lines
+
+
+def _thread_samples(profile: Profile, total: Sequence[int]) -> dict[int, int]:
+    """Samples per thread frame id: the inclusive values of its outermost nodes."""
+    owner, parent = thread_owners(profile), profile.parent
+    is_thread = profile.frame_info().thread.__contains__
+    samples: dict[int, int] = {}
+    for node in compress(range(profile.node_count), map(is_thread, profile.frame)):
+        fid = profile.frame[node]
+        if owner[parent[node]] < 0 and total[node]:
+            samples[fid] = samples.get(fid, 0) + total[node]
+    return samples

@@ -1,0 +1,448 @@
+"""The whole job: each rank's step threads, the straggler, classes of ranks, findings.
+
+Input is one capture's stats per rank, as `analyze` returns them and the dashboard
+stores them (`threads` with `states`, `thread_functions`, `idle_included`, `lag`), so
+the app runs this from stored stats without the raw samples.
+
+- Step threads per rank: findings.step_threads (named on the run, else the threads
+  that make collective calls, ...); a rank's `states` are theirs, added up.
+- The straggler is the rank the others wait for: the rank with the smallest
+  collective share, named only when the others' pooled collective share is past
+  COLLECTIVE_WAIT and *every* other rank's collective share exceeds its share by
+  more than STRAGGLER_GAP points over the whole 95% (Newcombe) interval of the
+  difference. One peer that waits as little means there is none (null).
+- Its explanation lists what it does *more* than the others (never what it does
+  less): the user functions (thread_functions) and the (state, user call site)
+  pairs of its step threads whose share exceeds the others' pooled share over the
+  whole interval, by at least EXPLAIN_MIN points, largest first.
+- Classes: ranks alike in their step threads' states (no state's share differs
+  beyond noise by more than CLASS_GAP points from the class's first rank) form one
+  class, labelled by its main state and call site and by the user function that sets
+  it apart from the other ranks, if any: 64 ranks read as a few lines.
+- Findings: every rule of findings.py on the step threads of all ranks added up, and
+  on each rank alone (a rule that holds on some ranks only names them), plus the
+  `straggler` finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from .compare import newcombe_interval
+from .findings import (
+    COLLECTIVE_WAIT,
+    MIN_SAMPLES,
+    NO_USER_FRAME,
+    Pooled,
+    call_site,
+    capture_threads,
+    findings_for_threads,
+    percent_interval,
+    pool,
+    rank_findings,
+    step_threads,
+    top_frames,
+    with_busy_thread,
+)
+from .functions import TOP_FUNCTIONS, function_name
+from .states import STATES
+from .types import (
+    Explanation,
+    Finding,
+    FrameStat,
+    JobClass,
+    JobRank,
+    JobReport,
+    StateStat,
+    Straggler,
+)
+
+STRAGGLER_GAP = 10.0
+"""Points by which every other rank's collective share must exceed the straggler's."""
+EXPLAIN_MIN = 2.0
+"""Points by which an explanation item must exceed the others (and beyond noise)."""
+EXPLAIN_TOP = 6
+CLASS_GAP = 10.0
+"""Points beyond noise by which a state's share may differ inside one class."""
+DISTINCT_OTHERS = 5.0
+"""Percent: a class's distinctive function takes less than this on the other ranks."""
+_NUMBERED = re.compile(r"(.*?)(\d+)\Z")
+
+
+class RankView(NamedTuple):
+    """One rank: its stats, its step threads and their pooled states and functions."""
+
+    name: str
+    stats: Mapping[str, Any]
+    threads: list[Mapping[str, Any]]
+    detected_by: str
+    pooled: Pooled
+    functions: dict[str, tuple[int, str]]
+    """Function -> (samples on the step threads, its hottest frame)."""
+    function_floor: int
+    """Most samples a function missing from `functions` can have (truncated lists)."""
+    whole: int
+    """What shares are of: the step threads' samples; without idle samples (and with
+    known rounds), their sampling rounds, since blocked rounds left no sample."""
+    waiting: int
+    """Of `whole`: collective samples, plus the rounds left without a sample."""
+
+
+def analyze_job(
+    ranks: Sequence[tuple[str, Mapping[str, Any]]], step_names: Iterable[str] = ()
+) -> JobReport:
+    """The whole-job report from each rank's (name, stats) (see the module doc)."""
+    names = tuple(step_names)
+    views = sorted((rank_view(n, s, names) for n, s in ranks), key=lambda v: natural(v.name))
+    straggler = find_straggler(views)
+    return {
+        "ranks": [rank_row(v) for v in views],
+        "straggler": straggler,
+        "classes": rank_classes(views),
+        "findings": job_findings(views, straggler),
+    }
+
+
+def natural(name: str) -> tuple[str, int, str]:
+    """Sort key: `rank-2` before `rank-10`."""
+    match = _NUMBERED.match(name)
+    return (match.group(1), int(match.group(2)), name) if match else (name, -1, name)
+
+
+def rank_view(name: str, stats: Mapping[str, Any], names: tuple[str, ...]) -> RankView:
+    chosen = step_threads(capture_threads(stats), names)
+    tids = {str(t["tid"]) for t in chosen.threads}
+    rows = [r for r in stats.get("thread_functions") or [] if str(r["tid"]) in tids]
+    functions: dict[str, tuple[int, str]] = {}
+    best: dict[str, int] = {}
+    for row in rows:
+        for fn in row["functions"]:
+            samples = functions.get(fn["function"], (0, ""))[0] + fn["samples"]
+            if fn["samples"] > best.get(fn["function"], 0):
+                best[fn["function"]] = fn["samples"]
+                functions[fn["function"]] = (samples, fn["frame"])
+            else:
+                functions[fn["function"]] = (samples, functions[fn["function"]][1])
+    floor = sum(
+        min(f["samples"] for f in r["functions"])
+        for r in rows
+        if len(r["functions"]) >= TOP_FUNCTIONS
+    )
+    pooled = pool(chosen.threads)
+    whole, collective = pooled.samples, pooled.states.get("collective", 0)
+    rounds = stats.get("rounds") or 0
+    if stats.get("idle_included") is False and rounds * len(chosen.threads) > whole:
+        whole = rounds * len(chosen.threads)
+    waiting = collective + whole - pooled.samples
+    return RankView(
+        name, stats, chosen.threads, chosen.detected_by, pooled, functions, floor, whole, waiting
+    )
+
+
+def rank_row(view: RankView) -> JobRank:
+    threads = [
+        {k: t.get(k) for k in ("name", "tid", "samples", "percent", "states", "active_percent")}
+        for t in view.stats.get("threads") or []
+    ]
+    return {
+        "name": view.name,
+        "step_threads": [t["name"] or str(t["tid"]) for t in view.threads],
+        "detected_by": view.detected_by,
+        "samples": view.pooled.samples,
+        "states": pooled_states(view.pooled),
+        "threads": threads,  # type: ignore[typeddict-item]
+    }
+
+
+def pooled_states(pooled: Pooled) -> list[StateStat]:
+    """Every state in STATES order, percent of the pooled samples, top 5 user callers."""
+    whole = pooled.samples
+    return [
+        {
+            "state": state,
+            "samples": pooled.states.get(state, 0),
+            "percent": round(100 * pooled.states.get(state, 0) / whole, 2) if whole else 0.0,
+            "user_callers": top_frames(pooled.callers.get(state, {}), whole) if whole else [],
+        }
+        for state in STATES
+    ]
+
+
+# --- the straggler ---
+
+
+def find_straggler(views: Sequence[RankView]) -> Straggler | None:
+    """The rank the others wait for, beyond noise, with its explanation; else None."""
+    ranked = [v for v in views if v.pooled.samples >= MIN_SAMPLES]
+    if len(ranked) < 2:
+        return None
+    candidate = min(ranked, key=lambda v: v.waiting / v.whole)
+    others = [v for v in ranked if v is not candidate]
+    waited = _waiting(others)
+    if percent_interval(*waited)[0] <= COLLECTIVE_WAIT:
+        return None
+    mine = (candidate.waiting, candidate.whole)
+    for other in others:
+        low, _ = newcombe_interval(mine, (other.waiting, other.whole))
+        if 100 * low <= STRAGGLER_GAP:
+            return None
+    return {
+        "name": candidate.name,
+        "wait_percent": round(100 * mine[0] / mine[1], 1),
+        "others_wait_percent": round(100 * waited[0] / waited[1], 1),
+        "explanation": explain(candidate, others),
+    }
+
+
+def _waiting(views: Iterable[RankView]) -> tuple[int, int]:
+    """The views' waiting and whole added up."""
+    pairs = [(v.waiting, v.whole) for v in views]
+    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+
+def _state_counts(view: RankView, state: str) -> tuple[int, int]:
+    return view.pooled.states.get(state, 0), view.pooled.samples
+
+
+def explain(rank: RankView, others: Sequence[RankView]) -> list[Explanation]:
+    """What `rank` does more than `others` pooled, beyond noise, largest first."""
+    # Shares of the samples seen (without idle samples, of the time each was running):
+    # a share of rounds would credit every frame of a less-blocked rank with the gap.
+    total = sum(o.pooled.samples for o in others)
+    items: list[Explanation] = []
+    for function, (samples, frame) in rank.functions.items():
+        theirs = sum(_function_samples(o, function) for o in others)
+        item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
+        if item is not None:
+            items.append({**item, "function": function})
+    for state, callers in rank.pooled.callers.items():
+        if state == "collective":
+            continue  # what the others wait in; the straggler's own is smaller
+        for frame, samples in callers.items():
+            theirs = sum(_caller_samples(o, state, frame) for o in others)
+            item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
+            if item is not None:
+                items.append({**item, "state": state})
+    # A state at a line of a function listed already says the same thing again.
+    listed = {i["function"] for i in items if "function" in i}
+    items = [i for i in items if "state" not in i or function_name(i["frame"]) not in listed]
+    items.sort(key=lambda i: (-i["delta"], i["frame"], i.get("state", "")))
+    return items[:EXPLAIN_TOP]
+
+
+def _difference(frame: str, mine: tuple[int, int], theirs: tuple[int, int]) -> Explanation | None:
+    """The item when mine exceeds theirs by EXPLAIN_MIN points, beyond noise."""
+    low, high = newcombe_interval(theirs, mine)
+    percent, others = 100 * mine[0] / mine[1], 100 * theirs[0] / theirs[1]
+    if low <= 0 or percent - others < EXPLAIN_MIN or frame == NO_USER_FRAME:
+        return None
+    return {
+        "frame": frame,
+        "percent": round(percent, 1),
+        "others_percent": round(others, 1),
+        "delta": round(percent - others, 1),
+        "interval": [round(100 * low, 1), round(100 * high, 1)],
+    }
+
+
+def _function_samples(view: RankView, function: str) -> int:
+    """The function's samples on that rank; when its lists were cut, the most it can
+    have (so a delta is never overstated)."""
+    found = view.functions.get(function)
+    return found[0] if found else view.function_floor
+
+
+def _caller_samples(view: RankView, state: str, frame: str) -> int:
+    callers = view.pooled.callers.get(state, {})
+    if frame in callers:
+        return callers[frame]
+    # user_callers are the top 10 per thread and state: a missing one has at most the
+    # smallest shown, per thread whose list was full.
+    return _caller_floor(view, state)
+
+
+def _caller_floor(view: RankView, state: str) -> int:
+    floor = 0
+    for thread in view.threads:
+        for row in thread.get("states") or []:
+            callers = row.get("user_callers") or []
+            if row["state"] == state and len(callers) >= 10:
+                floor += min(c["samples"] for c in callers)
+    return floor
+
+
+# --- classes ---
+
+
+def rank_classes(views: Sequence[RankView]) -> list[JobClass]:
+    """Ranks grouped by alike step-thread states, biggest class first (module doc)."""
+    groups: list[list[RankView]] = []
+    for view in views:
+        home = next((g for g in groups if alike(g[0], view)), None)
+        if home is None:
+            groups.append([view])
+        else:
+            home.append(view)
+    classes = [describe_class(group, views) for group in groups]
+    classes.sort(key=lambda c: (-len(c["ranks"]), natural(c["ranks"][0])))
+    return classes
+
+
+def alike(first: RankView, view: RankView) -> bool:
+    """No state's share differs beyond noise by more than CLASS_GAP points."""
+    if not first.pooled.samples or not view.pooled.samples:
+        return first.pooled.samples == view.pooled.samples
+    for state in STATES:
+        low, high = newcombe_interval(_state_counts(first, state), _state_counts(view, state))
+        if 100 * low > CLASS_GAP or 100 * high < -CLASS_GAP:
+            return False
+    return True
+
+
+def describe_class(group: Sequence[RankView], views: Sequence[RankView]) -> JobClass:
+    pooled = _pool_views(group)
+    states = [s for s in pooled_states(pooled) if s["samples"]]
+    main = max(states, key=lambda s: s["samples"], default=None)
+    rest = [v for v in views if v not in group]
+    distinct = _distinctive(group, rest) if rest else None
+    label = ranks_label([v.name for v in group]) + ": "
+    if main is not None:
+        site = call_site(main["user_callers"]) if main["user_callers"] else ""
+        label += f"{main['percent']:.0f}% {main['state']}" + (f" at {site}" if site else "")
+    if distinct is not None:
+        label += f"; {distinct['percent']:.0f}% in `{distinct['function']}`"
+    return {
+        "ranks": [v.name for v in group],
+        "label": label,
+        "states": [{"state": s["state"], "percent": s["percent"]} for s in states],
+        "distinctive": distinct,
+    }
+
+
+def _pool_views(group: Sequence[RankView]) -> Pooled:
+    samples, states, callers = 0, {}, {}
+    for view in group:
+        samples += view.pooled.samples
+        for state, count in view.pooled.states.items():
+            states[state] = states.get(state, 0) + count
+        for state, by_frame in view.pooled.callers.items():
+            mine = callers.setdefault(state, {})
+            for frame, count in by_frame.items():
+                mine[frame] = mine.get(frame, 0) + count
+    return Pooled(samples, states, callers)
+
+
+def _distinctive(group: Sequence[RankView], rest: Sequence[RankView]) -> Explanation | None:
+    """The class's user function that the other ranks hardly run (under DISTINCT_OTHERS
+    percent), with the largest share above theirs."""
+    merged = RankView("", {}, [], "", _pool_views(group), _merged_functions(group), 0, 0, 0)
+    items = [
+        i
+        for i in explain(merged, rest)
+        if "function" in i and i["others_percent"] < DISTINCT_OTHERS
+    ]
+    return items[0] if items else None
+
+
+def _merged_functions(group: Sequence[RankView]) -> dict[str, tuple[int, str]]:
+    merged: dict[str, tuple[int, str]] = {}
+    for view in group:
+        for function, (samples, frame) in view.functions.items():
+            merged[function] = (merged.get(function, (0, frame))[0] + samples, frame)
+    return merged
+
+
+def ranks_label(names: Sequence[str]) -> str:
+    """`ranks 0-2, 5` for numbered names sharing a prefix; else the names (8 at most)."""
+    matches = [_NUMBERED.match(n) for n in names]
+    prefixes = {m.group(1) for m in matches if m}
+    if len(prefixes) == 1 and all(matches):
+        numbers = sorted(int(m.group(2)) for m in matches if m)
+        word = "ranks" if len(numbers) > 1 else "rank"
+        return f"{word} {_ranges(numbers)}"
+    shown = ", ".join(names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
+def _ranges(numbers: list[int]) -> str:
+    parts, start = [], numbers[0]
+    for prev, cur in zip(numbers, [*numbers[1:], None], strict=True):
+        if cur != prev + 1:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = cur if cur is not None else start
+    return ", ".join(parts)
+
+
+# --- findings ---
+
+
+def job_findings(views: Sequence[RankView], straggler: Straggler | None) -> list[Finding]:
+    """Rules on all ranks' step threads added up, and per rank (see the module doc)."""
+    if not views:
+        return []
+    per_rank = {v.name: findings_for_threads(v.stats, v.threads) for v in views}
+    everyone = {
+        "idle_included": all(v.stats.get("idle_included") is not False for v in views),
+        "threads": [t for v in views for t in v.threads],
+    }
+    pooled = {f["rule"]: f for f in findings_for_threads(everyone, everyone["threads"])}
+    found: list[Finding] = []
+    for rule in dict.fromkeys(
+        f["rule"] for fs in [*per_rank.values(), pooled.values()] for f in fs
+    ):
+        holders = [n for n, fs in per_rank.items() if any(f["rule"] == rule for f in fs)]
+        base = pooled.get(rule) or _strongest(rule, per_rank)
+        if rule in pooled:  # a busy thread beside the step is a rank's own
+            view = next(v for v in views if v.name == (holders or [views[0].name])[0])
+            base = with_busy_thread(base, view.stats, view.threads)
+        found.append({**base, "ranks": holders or [v.name for v in views]})
+    if straggler is not None:
+        found.append(straggler_finding(views, straggler))
+    return rank_findings(found)
+
+
+def _strongest(rule: str, per_rank: Mapping[str, list[Finding]]) -> Finding:
+    mine = [f for fs in per_rank.values() for f in fs if f["rule"] == rule]
+    return max(mine, key=lambda f: f["interval"][0])
+
+
+def straggler_finding(views: Sequence[RankView], straggler: Straggler) -> Finding:
+    """The others' collective wait, caused by the straggler and explained by its excess."""
+    others = [v for v in views if v.name != straggler["name"] and v.pooled.samples]
+    waited = _waiting(others)
+    low, high = percent_interval(*waited)
+    where = _pool_views(others).callers.get("collective", {})
+    callers = top_frames(where, waited[1])
+    explanation = straggler["explanation"]
+    cause = f", which spends {_excess(explanation[0])}" if explanation else ""
+    value = round(100 * waited[0] / waited[1], 1)
+    return {
+        "rule": "straggler",
+        "severity": "high" if low >= 2 * COLLECTIVE_WAIT else "medium",
+        "title": f"The other ranks wait for {straggler['name']} in collectives",
+        "value": value,
+        "interval": [low, high],
+        "threshold": COLLECTIVE_WAIT,
+        "frames": list(
+            dict.fromkeys([i["frame"] for i in explanation] + [c["frame"] for c in callers[:2]])
+        ),
+        "user_callers": callers,
+        "advice": f"The other ranks wait {value:g}% of their step at {call_site(callers)} "
+        f"for {straggler['name']}{cause}: remove that excess from its step.",
+        "ranks": [straggler["name"]],
+    }
+
+
+def _excess(item: Explanation) -> str:
+    """`+39.9 pts more than them in `metric_per_sample (train.py)``, or `... in data_wait
+    at `train.py:151` (in `Job.train`)`` for a state at a call site."""
+    delta = f"{item['delta']:+.1f} pts more than them"
+    if "function" in item:
+        return f"{delta} in `{item['function']}`"
+    return f"{delta} in {item.get('state', '')} at {call_site([_as_frame(item)])}"
+
+
+def _as_frame(item: Explanation) -> FrameStat:
+    return {"frame": item["frame"], "samples": 0, "percent": item["percent"]}
