@@ -12,6 +12,7 @@ from runs.api import api
 from runs.models import Host, Run, RunProcess
 
 from . import jobs, redact, selectors, services
+from .group_report import group_report
 from .models import Capture, CaptureGroup
 
 
@@ -212,6 +213,7 @@ def group_json(group: CaptureGroup) -> dict:
             }
             for c in captures
         ],
+        **group_report(group),
     }
 
 

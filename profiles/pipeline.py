@@ -33,6 +33,7 @@ from .capture_files import (
 from .capture_files import read_flamegraph as read_flamegraph
 from .capture_files import read_log as read_log
 from .capture_files import read_thread_tables as read_thread_tables
+from .group_report import group_report_after
 from .models import Capture, KeywordSet
 from .states import (
     Status,
@@ -75,9 +76,10 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
         reason = _analysis_failure(exc)
     else:
         capture_transition(capture_id=capture.pk, to=final)
-        return
+        return group_report_after(capture=capture)
     message = f"{reason} The raw file and log are kept."
     capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)
+    group_report_after(capture=capture)
 
 
 def _analysis_failure(exc: Exception) -> str:

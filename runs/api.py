@@ -65,6 +65,7 @@ class RunSerializer(serializers.ModelSerializer):
             "ended_at",
             "created_at",
             "library_paths",
+            "step_threads",
         ]
 
 
@@ -146,14 +147,15 @@ def run_list(request):
 
 @api(["GET", "PATCH"])
 def run_detail(request, pk: int):
-    """The run with its processes; PATCH stores `capture_settings` ("Capture all")
-    and/or `library_paths` (what the analysis counts as library code)."""
+    """The run with its processes; PATCH stores `capture_settings` ("Capture all"),
+    `library_paths` (what the analysis counts as library code) and/or `step_threads`
+    (the threads the whole-job report reads as the training step)."""
     run = get_object_or_404(Run.objects.prefetch_related("tags"), pk=pk)
-    if request.method == "PATCH" and "library_paths" in request.data:
-        _save_library_paths(run, request.data)
-    if request.method == "PATCH" and (
-        "capture_settings" in request.data or "library_paths" not in request.data
-    ):
+    patch = request.method == "PATCH" and isinstance(request.data, dict)
+    analysis = [f for f in ANALYSIS_FIELDS if patch and f in request.data]
+    for field in analysis:
+        _save_analysis_field(run, request.data, field)
+    if request.method == "PATCH" and ("capture_settings" in request.data or not analysis):
         if not isinstance(request.data.get("capture_settings"), dict):
             raise ValidationError({"capture_settings": ["give an object of capture settings"]})
         try:
@@ -166,12 +168,18 @@ def run_detail(request, pk: int):
     return Response(run_json(run))
 
 
-def _save_library_paths(run: Run, data: object) -> None:
-    serializer = RunSerializer(run, data={"library_paths": data["library_paths"]}, partial=True)  # type: ignore[index]
+ANALYSIS_FIELDS = ("library_paths", "step_threads")
+
+
+def _save_analysis_field(run: Run, data: object, field: str) -> None:
+    """Validate and store one of ANALYSIS_FIELDS (what new analyses of the run use)."""
+    serializer = RunSerializer(run, data={field: data[field]}, partial=True)  # type: ignore[index]
     serializer.is_valid(raise_exception=True)
-    services.run_library_paths_save(
-        run=run, library_paths=serializer.validated_data.get("library_paths", "")
-    )
+    save = {
+        "library_paths": services.run_library_paths_save,
+        "step_threads": services.run_step_threads_save,
+    }[field]
+    save(run=run, **{field: serializer.validated_data.get(field, "")})
 
 
 def _host_or_400(value: object) -> Host:
