@@ -250,6 +250,11 @@ def _distinct(rows: list[Row]) -> list[Row]:
     return list(kept.values())
 
 
+def _named(rows: list[Row]) -> int:
+    """Rows by name, aliases included (one test may stand for several names)."""
+    return sum(1 + len(r["aliases"]) for r in rows)
+
+
 def judge(
     before: Mapping[str, Any], after: Mapping[str, Any], options: JudgeOptions = JudgeOptions()
 ) -> Judgement:
@@ -286,11 +291,11 @@ def judge(
         )
     rows.sort(key=lambda r: (not r["moved"], -abs(r["delta_points"]), r["key"]))
     moved = [r for r in rows if r["moved"]]
-    result.update(verdict=CHANGED if moved else UNCHANGED, rows_compared=len(rows))
+    compared = _named(rows)
+    result.update(verdict=CHANGED if moved else UNCHANGED, rows_compared=compared)
     result.update(moved=moved, rows=rows)
-    result["reason"] = (
-        f"{len(moved)} of {len(rows)} rows moved" if moved else f"none of {len(rows)} rows moved"
-    )
+    said = f"{_named(moved)} of" if moved else "none of"
+    result["reason"] = f"{said} {compared} rows moved ({len(rows)} distinct tests)"
     return result
 
 
