@@ -17,6 +17,8 @@ import apprise
 
 MASK = "…"
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.I)
+# urllib3's request line: `"POST /path?query HTTP/1.1"` (no scheme, the path is the secret)
+_REQUEST_LINE = re.compile(r'"([A-Z]+) (/[^\s"]*) (HTTP/[\d.]+)"')
 # Apprise writes the request it makes (DEBUG), urllib3 the path it posts to (DEBUG).
 SCRUBBED_LOGGERS = ("apprise", "urllib3.connectionpool")
 
@@ -74,8 +76,14 @@ def mask_url(url: str) -> str:
 
 
 def scrub(text: str) -> str:
-    """Every URL in `text` masked (for errors and log lines)."""
-    return _URL.sub(lambda m: _masked_loose(m.group(0)), text)
+    """Every URL and HTTP request line in `text` masked (for errors and log lines)."""
+    text = _URL.sub(lambda m: _masked_loose(m.group(0)), text)
+    return _REQUEST_LINE.sub(lambda m: f'"{m[1]} {_masked_path(m[2])} {m[3]}"', text)
+
+
+def _masked_path(path: str) -> str:
+    masked = "/".join(_segment(seg) for seg in path.partition("?")[0].split("/") if seg)
+    return f"/{masked}{'?' + MASK if '?' in path else ''}"
 
 
 def _masked_loose(url: str) -> str:

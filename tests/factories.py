@@ -34,7 +34,9 @@ def state_stats(total: int, **shares: float) -> dict:
     return {
         "format": "raw",
         "total_samples": total,
-        "states": [{"state": s, "samples": n, "percent": 100 * n / total} for s, n in counts.items()],
+        "states": [
+            {"state": s, "samples": n, "percent": 100 * n / total} for s, n in counts.items()
+        ],
         "categories": [{"category": "sync", "samples": counts["host_sync"]}],
         "top_self": [],
         "top_total": [],
@@ -65,7 +67,9 @@ def capture(
     return made
 
 
-def target(name: str = "team-hook", url: str = "json://127.0.0.1:9/hook/s3cr3t-path") -> NotifyTarget:
+def target(
+    name: str = "team-hook", url: str = "json://127.0.0.1:9/hook/s3cr3t-path"
+) -> NotifyTarget:
     return NotifyTarget.objects.create(name=name, url=url)
 
 

@@ -37,7 +37,9 @@ def test_benjamini_hochberg_adjusts_as_the_step_up_procedure_does():
 
 
 def test_an_unchanged_capture_is_within_noise():
-    result = judge(factories.state_stats(5000, host_sync=3), factories.state_stats(5000, host_sync=3))
+    result = judge(
+        factories.state_stats(5000, host_sync=3), factories.state_stats(5000, host_sync=3)
+    )
     assert result["verdict"] == UNCHANGED and result["moved"] == []
     assert result["rows_compared"] > 5
 
@@ -54,7 +56,10 @@ def test_a_real_change_moves_its_row_with_intervals_on_both_sides():
 
 
 def test_a_significant_change_below_the_minimum_effect_does_not_move():
-    before, after = factories.state_stats(200_000, idle=10), factories.state_stats(200_000, idle=11.5)
+    before, after = (
+        factories.state_stats(200_000, idle=10),
+        factories.state_stats(200_000, idle=11.5),
+    )
     strict = judge(before, after, JudgeOptions(min_effect_points=2))
     loose = judge(before, after, JudgeOptions(min_effect_points=1))
     row = next(r for r in strict["rows"] if r["key"] == "state:idle")
@@ -91,7 +96,10 @@ def test_rows_counting_the_same_samples_are_one_test_with_aliases():
 def test_a_frame_missing_from_a_top_list_proves_only_a_change_away_from_its_bound():
     frame = "metric_per_sample (train.py:67)"
     listed = factories.state_stats(5000)
-    listed["top_self"] = [{"frame": frame, "samples": 1000}, {"frame": "x (a.py:1)", "samples": 400}]
+    listed["top_self"] = [
+        {"frame": frame, "samples": 1000},
+        {"frame": "x (a.py:1)", "samples": 400},
+    ]
     dropped = factories.state_stats(5000)
     dropped["top_self"] = [{"frame": "x (a.py:1)", "samples": 400}]
     fell = next(r for r in judge(listed, dropped)["rows"] if frame in r["key"])
@@ -125,7 +133,9 @@ def test_tracked_counts_follow_the_baselines_states_categories_and_frames():
 
 def test_the_change_point_test_finds_a_planted_shift_and_where():
     rng = random.Random(5)
-    values = [10 + rng.gauss(0, 0.6) for _ in range(10)] + [13 + rng.gauss(0, 0.6) for _ in range(8)]
+    values = [10 + rng.gauss(0, 0.6) for _ in range(10)] + [
+        13 + rng.gauss(0, 0.6) for _ in range(8)
+    ]
     shift = series_shift("state:data_wait", values)
     assert shift["index"] == 10
     assert shift["p_value"] < 0.001 and shift["delta_points"] == pytest.approx(3, abs=0.8)
