@@ -54,9 +54,11 @@ def shift_line(shift: dict[str, Any]) -> str:
 
 
 def alert_line(alert: Alert, baseline_id: int | None) -> str:
-    if alert.source == Alert.Source.SERIES:
+    if alert.source == Alert.Source.SERIES and "before_mean" in alert.row:
         return shift_line(alert.row)
-    return row_line(alert.row, baseline_id)
+    if "before" in alert.row:
+        return row_line(alert.row, baseline_id)
+    return f"{_text(alert.label)} {'up' if alert.direction > 0 else 'down'}"
 
 
 def absolute(path: str) -> str:
