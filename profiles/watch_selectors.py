@@ -8,7 +8,7 @@ from django.db.models import Prefetch, QuerySet
 
 from .models import Capture
 from .pyspy.regression import row_label, tracked_counts
-from .watch_judging import SERIES_CAPTURES, TRACKED_FRAMES
+from .watch_judging import SERIES_CAPTURES, TRACKED_FRAMES, watches_for
 from .watch_messages import alert_line, row_line
 from .watch_models import Alert, Judgement, Watch
 
@@ -180,8 +180,6 @@ def capture_judgements(capture: Capture) -> list[dict[str, Any]]:
 
 
 def watches_of_rank(capture: Capture) -> list[Watch]:
-    from .watch_judging import watches_for
-
     return list(watches_for(capture).select_related("baseline"))
 
 

@@ -41,6 +41,16 @@ class TargetForm(forms.ModelForm):
         widgets = {"url": forms.PasswordInput(render_value=False)}
 
 
+def _settings(form: WatchForm) -> dict:
+    """The service arguments a valid WatchForm gives, besides the baseline."""
+    data = form.cleaned_data
+    return {
+        "targets": list(data["targets"]),
+        "min_effect_points": data["min_effect_points"],
+        "min_samples": data["min_samples"],
+    }
+
+
 def _get_watch_for_user(user, pk: int) -> Watch:
     return get_object_or_404(watch_selectors.watches(), pk=pk)
 
@@ -121,9 +131,7 @@ def watch_create(request):
             run=baseline.run,
             role=baseline.process.role,
             process=None if baseline.process.role else baseline.process,
-            targets=list(form.cleaned_data["targets"]),
-            min_effect_points=form.cleaned_data["min_effect_points"],
-            min_samples=form.cleaned_data["min_samples"],
+            **_settings(form),
         )
     except ValidationError as exc:
         messages.error(request, f"Not watched: {_errors(exc)}")
@@ -143,13 +151,7 @@ def watch_edit(request, pk: int):
         messages.error(request, f"Not saved: {_errors(form)}")
         return _back(request, watch.get_absolute_url())
     try:
-        watches.watch_update(
-            watch=watch,
-            baseline=form.cleaned_data["baseline"],
-            targets=list(form.cleaned_data["targets"]),
-            min_effect_points=form.cleaned_data["min_effect_points"],
-            min_samples=form.cleaned_data["min_samples"],
-        )
+        watches.watch_update(watch=watch, baseline=form.cleaned_data["baseline"], **_settings(form))
     except ValidationError as exc:
         messages.error(request, f"Not saved: {_errors(exc)}")
     return _back(request, watch.get_absolute_url())

@@ -11,16 +11,6 @@ SECRET = "s3cr3t-webhook-token"
 
 
 @pytest.fixture
-def rank():
-    return factories.process(factories.run(), "rank-0")
-
-
-@pytest.fixture
-def baseline(rank):
-    return factories.capture(rank, factories.state_stats(5000, host_sync=3), minutes_ago=30)
-
-
-@pytest.fixture
 def watch(baseline):
     return factories.watch(baseline, targets=[factories.target(url=f"json://h.example/{SECRET}")])
 

@@ -13,14 +13,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def rank():
-    run = factories.run()
-    return factories.process(run, "rank-0")
-
-
-@pytest.fixture
-def watched(rank):
-    baseline = factories.capture(rank, factories.state_stats(5000, host_sync=3.1), minutes_ago=60)
+def watched(baseline):
     return factories.watch(baseline, targets=[factories.target()])
 
 

@@ -13,16 +13,6 @@ SECRET = "T0P-s3cr3t-path"
 
 
 @pytest.fixture
-def rank():
-    return factories.process(factories.run(), "rank-0")
-
-
-@pytest.fixture
-def baseline(rank):
-    return factories.capture(rank, factories.state_stats(5000, host_sync=3.1), minutes_ago=30)
-
-
-@pytest.fixture
 def judged(rank, baseline):
     """A watch whose latest capture moved: an open alert and a stored verdict."""
     watch = factories.watch(baseline, targets=[factories.target(url=f"json://h.example/{SECRET}")])
