@@ -50,7 +50,7 @@ UNCHANGED = "unchanged"
 TOO_FEW = "too few samples"
 Verdict = Literal["changed", "unchanged", "too few samples"]
 Kind = Literal["state", "category", "self", "total"]
-KIND_LABELS = {"state": "state", "category": "category", "self": "self", "total": "total"}
+MAX_TRACKED_CATEGORIES = 20
 
 
 @dataclass(frozen=True)
@@ -157,12 +157,19 @@ def paired_counts(
 def tracked_counts(
     baseline: Mapping[str, Any], stats: Mapping[str, Any], frames: int = 10
 ) -> dict[str, list[int]]:
-    """The shares a watch's series follows, counted in `stats`: every state and
-    category the baseline has, and the baseline's top `frames` leaf frames, as
+    """The shares a watch's series follows, counted in `stats`: every state, the
+    baseline's 20 biggest categories and its top `frames` leaf frames, as
     `key` → [samples, total]. A frame missing from `stats`' list counts at that list's
     smallest count (an upper bound; it is a small share either way)."""
     total = int(stats.get("total_samples") or 0)
-    wanted = [*share_counts(baseline, top_frames=0)]
+    tracked = share_counts(baseline, top_frames=0)
+    states = [k for k in tracked if k.startswith("state:")]
+    # A keyword set may have many categories: the series follows the biggest ones.
+    categories = sorted(
+        (k for k in tracked if k.startswith("category:")),
+        key=lambda k: (-tracked[k]["samples"], k),
+    )[:MAX_TRACKED_CATEGORIES]
+    wanted = [*states, *categories]
     wanted += [f"self:{r['frame']}" for r in (baseline.get("top_self") or [])[:frames]]
     own = share_counts(stats, top_frames=0)
     _fill_bounds(stats, own, wanted)
