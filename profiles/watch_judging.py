@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .models import Capture
-from .pyspy import regression
+from .pyspy import changepoint, regression
 from .pyspy.compare import lag_warnings
 from .watch_messages import message_compose
 from .watch_models import Alert, Delivery, Judgement, Watch
@@ -151,7 +151,7 @@ def _series_shifts(watch: Watch, baseline: Capture) -> list[dict[str, Any]]:
         for key in points[0][1]
         if all(key in shares and shares[key][1] for _, shares in points)
     }
-    found = regression.series_shifts(
+    found = changepoint.series_shifts(
         series,
         min_effect_points=watch.min_effect_points,
         false_discovery_rate=judge_options(watch).false_discovery_rate,

@@ -15,7 +15,7 @@ from .tasks import backoff_s
 log = logging.getLogger(__name__)
 
 
-# Bounded work (rows are capped, the series has at most 60 captures and 4,999
+# Bounded work (rows are capped, the series has at most 60 captures and 19,999
 # permutations a share), so a generous fixed limit.
 @shared_task(name="profiles.watch_tasks.judge_capture", soft_time_limit=120, time_limit=150)
 def judge_capture(capture_id: int) -> int:

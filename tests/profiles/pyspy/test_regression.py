@@ -5,6 +5,7 @@ import random
 
 import pytest
 
+from profiles.pyspy.changepoint import series_shift, series_shifts
 from profiles.pyspy.regression import (
     CHANGED,
     TOO_FEW,
@@ -13,8 +14,6 @@ from profiles.pyspy.regression import (
     benjamini_hochberg,
     judge,
     returned,
-    series_shift,
-    series_shifts,
     tracked_counts,
     two_proportion_p,
 )
