@@ -2,6 +2,8 @@
 from the views by drf-spectacular) and `/api/docs/` (Swagger UI on that schema,
 served from this origin so the Content-Security-Policy holds)."""
 
+import re
+
 from django.contrib.auth.decorators import login_not_required
 from django.shortcuts import render
 from django.urls import URLPattern, reverse
@@ -26,13 +28,13 @@ def docs(request):
 
 
 def endpoint_paths(patterns: list[URLPattern]) -> list[str]:
-    """Every endpoint path of the API, `{pk}` for an id, as the schema writes them."""
+    """Every endpoint path of the API as the schema writes it (`{id}` for `<int:pk>`)."""
     paths = []
     for pattern in patterns:
-        route = str(pattern.pattern).replace("<int:", "{").replace(">", "}")
+        route = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
         if pattern.name not in ("index", "schema", "docs"):
-            paths.append("/api/" + route)
-    return paths
+            paths.append("/api/" + route.replace("{pk}", "{id}"))
+    return list(dict.fromkeys(paths))
 
 
 INDEX = inline_serializer(
@@ -42,7 +44,7 @@ INDEX = inline_serializer(
         "docs": serializers.URLField(help_text="The browsable reference (Swagger UI)."),
         "authentication": serializers.CharField(help_text="How to authenticate."),
         "endpoints": serializers.ListField(
-            child=serializers.CharField(), help_text="Every endpoint path, `{pk}` for an id."
+            child=serializers.CharField(), help_text="Every endpoint path, `{id}` for an id."
         ),
     },
 )

@@ -55,7 +55,8 @@ def test_the_readme_snippet_registers_every_rank_into_one_run(live_server, owner
     lines = [_first_line(p) for p in ranks]
     run = Run.objects.get(name="snippet-job")
     assert all(line.startswith("flamedeck: snippet-job rank rank-") for line in lines), lines
-    assert all(run.get_absolute_url() in line for line in lines)
+    # Absolute, so the line in a training log can be opened as it is.
+    assert all(f" {live_server.url}{run.get_absolute_url()}" in line for line in lines), lines
     assert sorted(run.processes.values_list("pid", flat=True)) == pids
     assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1"]
     assert run.started_at is not None
