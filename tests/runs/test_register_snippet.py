@@ -13,20 +13,25 @@ import pytest
 from runs.models import Run
 from runs.tokens import api_token_create
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README, JOBS_PAGE = ROOT / "README.md", ROOT / "docs" / "jobs.md"
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def snippet() -> str:
-    text = README.read_text()
+def snippet(page: Path = README) -> str:
+    text = page.read_text()
     block = re.search(
         r"<!-- register-snippet:start -->\n```python\n(.*?)```\n<!-- register-snippet:end -->",
         text,
         re.S,
     )
-    assert block, "README lost its register snippet markers"
+    assert block, f"{page.name} lost its register snippet markers"
     return block.group(1)
+
+
+def test_the_docs_show_the_same_snippet_as_the_readme():
+    assert snippet(JOBS_PAGE) == snippet(README)
 
 
 def _rank(code: str, env: dict[str, str]) -> subprocess.Popen:
