@@ -45,7 +45,7 @@ SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-# HTTPS behind a proxy (README, "Production"): all off by default so `make run` works
+# HTTPS behind a proxy (docs/deployment.md): all off by default so `make run` works
 # on plain http://127.0.0.1.
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
@@ -91,7 +91,7 @@ AXES_COOLOFF_MINUTES = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=AXES_COOLOFF_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # ... and one address is locked for every name once its failures across all names
-# reach this many (runs.auth.LoginThrottleHandler; README, "Security").
+# reach this many (runs.auth.LoginThrottleHandler; docs/security.md).
 FLAMEDECK_LOGIN_IP_FAILURE_LIMIT = env_int("FLAMEDECK_LOGIN_IP_FAILURE_LIMIT", 20, minimum=1)
 AXES_HANDLER = "runs.auth.LoginThrottleHandler"
 AXES_RESET_ON_SUCCESS = True
