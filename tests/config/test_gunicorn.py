@@ -126,6 +126,7 @@ def _pages(django_user_model) -> list[str]:
         f"/runs/{run.pk}/edit/",
         "/hosts/new/",
         f"/hosts/{host.pk}/edit/",
+        "/api/docs/",  # Swagger UI's files beside the bundles, hashed and cached too
     ]
 
 
