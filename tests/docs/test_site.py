@@ -101,3 +101,9 @@ def test_make_docs_builds_strict_and_never_quiet():
     ).stdout
     build_line = next(line for line in recipe.splitlines() if "mkdocs build" in line)
     assert "--strict" in build_line and not re.search(r"\s(-q|--quiet)\b", build_line)
+
+
+def test_the_built_site_loads_nothing_from_another_origin(tmp_path):
+    assert build(ROOT, tmp_path).returncode == 0
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert not re.findall(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', html)
