@@ -13,7 +13,7 @@ from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
     OpenApiSerializerFieldExtension,
 )
-from drf_spectacular.utils import OpenApiResponse, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers
 
 TOKEN_SCHEME = "tokenAuth"  # noqa: S105 - the scheme's name, not a secret
@@ -89,6 +89,48 @@ def combine(*decorators):
 
 READ_ERRORS = (401, 403, 404)
 WRITE_ERRORS = (400, 401, 403, 404)
+
+
+def list_and_create(*, tags: list[str], listed, list_summary: str, request, created, **create):
+    """GET a list + POST a new one (operation ids `<tag>_list`, `<tag>_create`);
+    `create` holds the POST's summary, description and extra responses."""
+    more = create.pop("responses", {})
+    return combine(
+        extend_schema(
+            methods=["GET"],
+            summary=list_summary,
+            operation_id=f"{tags[0]}_list",
+            responses={200: listed, **errors(401, 403)},
+            tags=tags,
+        ),
+        extend_schema(
+            methods=["POST"],
+            request=request,
+            responses={201: created, **more, **errors(400, 401, 403)},
+            tags=tags,
+            **create,
+        ),
+    )
+
+
+def read_and_change(*, tags: list[str], shown, read_summary: str, request, **change):
+    """GET one + PATCH it; `change` holds the PATCH's summary and description."""
+    return combine(
+        extend_schema(
+            methods=["GET"],
+            summary=read_summary,
+            responses={200: shown, **errors(*READ_ERRORS)},
+            tags=tags,
+        ),
+        extend_schema(
+            methods=["PATCH"],
+            request=request,
+            responses={200: shown, **errors(*WRITE_ERRORS)},
+            tags=tags,
+            **change,
+        ),
+    )
+
 
 FLAME_NODE_REF = {"$ref": "#/components/schemas/FlameNode"}
 FLAME_NODE: dict[str, Any] = {

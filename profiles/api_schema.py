@@ -15,8 +15,8 @@ from config.api_schema import (
     READ_ERRORS,
     WRITE_ERRORS,
     FlameNodeField,
-    combine,
     errors,
+    list_and_create,
 )
 from profiles.models import Capture
 
@@ -323,30 +323,26 @@ THREAD = OpenApiParameter(
 PROCESS_SETTINGS = "duration, rate, native, threads, idle, gil, nonblocking, subprocesses"
 
 
+def busy_or_unsent(unsent) -> dict:
+    """409 (a capture is already on a process) and 503 (the broker cannot be reached)."""
+    return {
+        409: OpenApiResponse(BusySerializer, "A capture is already on that process."),
+        503: OpenApiResponse(unsent, "The broker cannot be reached."),
+    }
+
+
 def capture_list(request_serializer):
-    return combine(
-        extend_schema(
-            methods=["GET"],
-            summary="The newest 100 captures",
-            operation_id="captures_list",
-            responses={200: CaptureRowSerializer(many=True), **errors(401, 403)},
-            tags=CAPTURES,
-        ),
-        extend_schema(
-            methods=["POST"],
-            summary="Capture a process",
-            description="`{host, pid}` or `{process}` (a run process's id), the kind and "
-            f"py-spy settings ({PROCESS_SETTINGS}). 409 when a capture is already on that "
-            "host and PID; 503 when the broker cannot be reached.",
-            request=request_serializer,
-            responses={
-                201: CaptureCreatedSerializer,
-                409: OpenApiResponse(BusySerializer, "Another capture is on that process."),
-                503: OpenApiResponse(UnsentSerializer, "The broker cannot be reached."),
-                **errors(400, 401, 403),
-            },
-            tags=CAPTURES,
-        ),
+    return list_and_create(
+        tags=CAPTURES,
+        listed=CaptureRowSerializer(many=True),
+        list_summary="The newest 100 captures",
+        request=request_serializer,
+        created=CaptureCreatedSerializer,
+        summary="Capture a process",
+        description="`{host, pid}` or `{process}` (a run process's id), the kind and "
+        f"py-spy settings ({PROCESS_SETTINGS}). 409 when a capture is already on that "
+        "host and PID; 503 when the broker cannot be reached.",
+        responses=busy_or_unsent(UnsentSerializer),
     )
 
 
@@ -404,8 +400,7 @@ def run_capture_all(settings_serializer):
         request=settings_serializer,
         responses={
             201: GroupSerializer,
-            409: OpenApiResponse(BusySerializer, "A process is already being captured."),
-            503: OpenApiResponse(GroupUnsentSerializer, "The broker cannot be reached."),
+            **busy_or_unsent(GroupUnsentSerializer),
             **errors(*WRITE_ERRORS),
         },
         tags=GROUPS,

@@ -12,7 +12,14 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 
 from config.api_fields import PidField
-from config.api_schema import READ_ERRORS, WRITE_ERRORS, combine, errors
+from config.api_schema import (
+    READ_ERRORS,
+    WRITE_ERRORS,
+    combine,
+    errors,
+    list_and_create,
+    read_and_change,
+)
 
 from .models import Run
 
@@ -162,43 +169,27 @@ class LivenessSerializer(serializers.Serializer):
 
 
 def host_list(host_serializer):
-    return combine(
-        extend_schema(
-            methods=["GET"],
-            summary="List hosts",
-            operation_id="hosts_list",
-            responses={200: host_serializer(many=True), **errors(401, 403)},
-            tags=HOSTS,
-        ),
-        extend_schema(
-            methods=["POST"],
-            summary="Add a host (host admins)",
-            description="Refused with 400 naming the field when the command builder "
-            "could not use it (an address with shell syntax, an unbalanced exec prefix).",
-            request=host_serializer,
-            responses={201: host_serializer, **errors(400, 401, 403)},
-            tags=HOSTS,
-        ),
+    return list_and_create(
+        tags=HOSTS,
+        listed=host_serializer(many=True),
+        list_summary="List hosts",
+        request=host_serializer,
+        created=host_serializer,
+        summary="Add a host (host admins)",
+        description="Refused with 400 naming the field when the command builder "
+        "could not use it (an address with shell syntax, an unbalanced exec prefix).",
     )
 
 
 def host_detail(host_serializer):
-    return combine(
-        extend_schema(
-            methods=["GET"],
-            summary="One host",
-            responses={200: host_serializer, **errors(*READ_ERRORS)},
-            tags=HOSTS,
-        ),
-        extend_schema(
-            methods=["PATCH"],
-            summary="Change a host",
-            description="Host admins change any field, operators only `notes`; every "
-            "change of how the host is reached is recorded in its change log.",
-            request=host_serializer,
-            responses={200: host_serializer, **errors(*WRITE_ERRORS)},
-            tags=HOSTS,
-        ),
+    return read_and_change(
+        tags=HOSTS,
+        shown=host_serializer,
+        read_summary="One host",
+        request=host_serializer,
+        summary="Change a host",
+        description="Host admins change any field, operators only `notes`; every "
+        "change of how the host is reached is recorded in its change log.",
     )
 
 
@@ -214,27 +205,17 @@ host_check = extend_schema(
 
 
 def run_list(run_serializer):
-    return combine(
-        extend_schema(
-            methods=["GET"],
-            summary="List runs",
-            operation_id="runs_list",
-            description="The newest 200 runs.",
-            responses={200: run_serializer(many=True), **errors(401, 403)},
-            tags=RUNS,
-        ),
-        extend_schema(
-            methods=["POST"],
-            summary="Create a run",
-            request=run_serializer,
-            responses={201: run_serializer, **errors(400, 401, 403)},
-            tags=RUNS,
-        ),
+    return list_and_create(
+        tags=RUNS,
+        listed=run_serializer(many=True),
+        list_summary="List runs (the newest 200)",
+        request=run_serializer,
+        created=run_serializer,
+        summary="Create a run",
     )
 
 
 def run_detail(run_serializer):
-    detail = run_detail_serializer(run_serializer)
     settings_body = inline_serializer(
         "RunCaptureSettings",
         {
@@ -244,20 +225,12 @@ def run_detail(run_serializer):
             )
         },
     )
-    return combine(
-        extend_schema(
-            methods=["GET"],
-            summary="One run with its processes",
-            responses={200: detail, **errors(*READ_ERRORS)},
-            tags=RUNS,
-        ),
-        extend_schema(
-            methods=["PATCH"],
-            summary="Remember the run's capture settings",
-            request=settings_body,
-            responses={200: detail, **errors(*WRITE_ERRORS)},
-            tags=RUNS,
-        ),
+    return read_and_change(
+        tags=RUNS,
+        shown=run_detail_serializer(run_serializer),
+        read_summary="One run with its processes",
+        request=settings_body,
+        summary="Remember the run's capture settings",
     )
 
 
