@@ -15,6 +15,7 @@ from config.api_fields import IdField, StrictIntegerField
 from runs.api import api
 from runs.models import Run, RunProcess
 
+from . import watch_api_schema as schema
 from . import watch_selectors, watches
 from .models import Capture
 from .watch_models import Watch
@@ -23,12 +24,19 @@ MAX_SNOOZE_HOURS = 24 * 30
 
 
 class _Common(serializers.Serializer):
-    baseline = IdField(required=False)
+    baseline = IdField(required=False, help_text="The baseline capture (done, with samples).")
     notify = serializers.ListField(
-        child=serializers.CharField(max_length=2000), max_length=watches.MAX_TARGETS, required=False
+        child=serializers.CharField(max_length=2000),
+        max_length=watches.MAX_TARGETS,
+        required=False,
+        help_text="Target names; Apprise URLs only from host admins.",
     )
-    min_effect_points = serializers.FloatField(min_value=0.1, max_value=100, required=False)
-    min_samples = StrictIntegerField(minimum=100, maximum=10_000_000, required=False)
+    min_effect_points = serializers.FloatField(
+        min_value=0.1, max_value=100, required=False, help_text="Points a row must move (2)."
+    )
+    min_samples = StrictIntegerField(
+        minimum=100, maximum=10_000_000, required=False, help_text="Samples a side (1000)."
+    )
 
     def validate_baseline(self, value: int) -> Capture:
         capture = Capture.objects.filter(pk=value).first()
@@ -40,9 +48,11 @@ class _Common(serializers.Serializer):
 class WatchCreateSerializer(_Common):
     """{run, role} or {process}, a baseline capture, and where to send messages."""
 
-    run = IdField(required=False)
-    role = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    process = IdField(required=False)
+    run = IdField(required=False, help_text="The run (with `role`).")
+    role = serializers.CharField(
+        max_length=100, required=False, allow_blank=True, help_text="The rank's role, e.g. rank-0."
+    )
+    process = IdField(required=False, help_text="A run process, instead of run and role.")
 
     def validate(self, attrs: dict) -> dict:
         if "baseline" not in attrs:
@@ -64,8 +74,12 @@ class WatchUpdateSerializer(_Common):
     """Any of the settings, `snooze_hours` (0 ends a snooze) and `acknowledge`
     (alert ids, or "all")."""
 
-    snooze_hours = serializers.FloatField(min_value=0, max_value=MAX_SNOOZE_HOURS, required=False)
-    acknowledge = serializers.JSONField(required=False)
+    snooze_hours = serializers.FloatField(
+        min_value=0, max_value=MAX_SNOOZE_HOURS, required=False, help_text="0 ends a snooze."
+    )
+    acknowledge = serializers.JSONField(
+        required=False, help_text='Alert ids to acknowledge, or "all".'
+    )
 
     def validate_acknowledge(self, value) -> list[int] | None:
         if value == "all":
@@ -89,6 +103,7 @@ def _invalid(exc: DjangoValidationError) -> ValidationError:
     return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
 
 
+@schema.watch_list(WatchCreateSerializer)
 @api(["GET", "POST"])
 def watch_list(request):
     if request.method == "GET":
@@ -113,6 +128,7 @@ def watch_list(request):
     return Response(body, status=status.HTTP_201_CREATED)
 
 
+@schema.watch_detail(WatchUpdateSerializer)
 @api(["GET", "PATCH", "DELETE"])
 def watch_detail(request, pk: int):
     watch = get_object_or_404(Watch.objects.select_related("run", "baseline"), pk=pk)

@@ -141,3 +141,27 @@ def test_patch_moves_the_baseline_snoozes_and_acknowledges(owner_client, watch, 
 def test_an_operator_deletes_a_watch(owner_client, watch):
     assert owner_client.delete(f"/api/watches/{watch.pk}/").status_code == 204
     assert not Watch.objects.exists()
+
+
+def test_answers_have_the_shapes_the_schema_gives(owner_client, rank, baseline):
+    from drf_spectacular.generators import SchemaGenerator
+
+    from profiles.watch_judging import capture_judge
+    from tests.config.test_api_schema import assert_answer_matches
+
+    spec = SchemaGenerator().get_schema(request=None, public=True)
+    factories.target("team-slack")
+    created = owner_client.post(
+        "/api/watches/",
+        body(rank.run, baseline, notify=["team-slack"]),
+        content_type="application/json",
+    ).json()
+    for minutes, level in ((2, 3.0), (1, 11.4)):
+        capture = factories.capture(
+            rank, factories.state_stats(5000, host_sync=level), minutes_ago=minutes
+        )
+        capture_judge(capture_id=capture.pk)
+    detail = f"/api/watches/{created['id']}/"
+    assert_answer_matches(spec, owner_client, "get", detail, "/api/watches/{id}/")
+    assert_answer_matches(spec, owner_client, "get", "/api/watches/", "/api/watches/")
+    assert_answer_matches(spec, owner_client, "patch", detail, "/api/watches/{id}/", snooze_hours=1)
