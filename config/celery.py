@@ -19,3 +19,5 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Beat's periodic tasks are entry points above the services (profiles/beat.py).
 app.autodiscover_tasks(related_name="beat")
+# Regression watches: judging a capture and sending its messages (profiles/watch_tasks.py).
+app.autodiscover_tasks(related_name="watch_tasks")

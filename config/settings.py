@@ -231,6 +231,7 @@ CELERY_TASK_ROUTES = {
     "profiles.tasks.run_capture": {"queue": FLAMEDECK_CAPTURE_QUEUE},
     "profiles.tasks.run_host_captures": {"queue": FLAMEDECK_CAPTURE_QUEUE},
     "profiles.tasks.analyze_capture": {"queue": FLAMEDECK_ANALYSIS_QUEUE},
+    "profiles.watch_tasks.judge_capture": {"queue": FLAMEDECK_ANALYSIS_QUEUE},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -278,6 +279,13 @@ FLAMEDECK_KNOWN_HOSTS = env_str("FLAMEDECK_KNOWN_HOSTS") or None
 # Disk budget for raw capture files, enforced by `manage.py prune_raw`.
 FLAMEDECK_RAW_BUDGET_MB = env_int("FLAMEDECK_RAW_BUDGET_MB", 5000, minimum=1)
 FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimum=100)
+# The dashboard's address as its users reach it: links in watch messages are absolute.
+FLAMEDECK_BASE_URL = (
+    env_url("FLAMEDECK_BASE_URL", ("http", "https")) or "http://127.0.0.1:8000"
+).rstrip("/")
+# Tries of one watch message to one target before it counts as failed (backoff as
+# FLAMEDECK_RETRY_BACKOFF_S).
+FLAMEDECK_NOTIFY_ATTEMPTS = env_int("FLAMEDECK_NOTIFY_ATTEMPTS", 5, minimum=1)
 
 # --- static and media ------------------------------------------------------
 STATIC_URL = "static/"
