@@ -35,6 +35,7 @@ from .capture_files import read_log as read_log
 from .capture_files import read_thread_tables as read_thread_tables
 from .group_report import group_report_after
 from .models import Capture, KeywordSet
+from .signals import capture_analysed
 from .states import (
     Status,
     capture_claim,
@@ -76,6 +77,7 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
         reason = _analysis_failure(exc)
     else:
         capture_transition(capture_id=capture.pk, to=final)
+        capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
         return group_report_after(capture=capture)
     message = f"{reason} The raw file and log are kept."
     capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)

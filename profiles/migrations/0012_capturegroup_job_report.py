@@ -7,6 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('profiles', '0011_states_gpu_keywords'),
+        ('profiles', '0011_regression_watches'),
     ]
 
     operations = [
