@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -25,12 +24,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "data" / "jobs" / "straggler"
-_FIRST_ADDRESS = re.compile(r"0x[0-9a-f]+ \(")
 
 
 def source_lines(rank: int) -> list[str]:
     plain = SOURCE / f"rank-{rank}.txt"
-    data = plain.read_bytes() if plain.exists() else gzip.decompress(Path(f"{plain}.gz").read_bytes())
+    packed = Path(f"{plain}.gz")
+    data = plain.read_bytes() if plain.exists() else gzip.decompress(packed.read_bytes())
     return [line for line in data.decode().splitlines() if line.strip()]
 
 
@@ -38,9 +37,10 @@ def grown(lines: list[str], size: int) -> str:
     """`lines` repeated, copy c with its first address shifted by c, up to `size` bytes."""
     out, total, copy = [], 0, 0
     while total < size:
+        prefix = f"0x{copy:04x}"
         for line in lines:
             if copy:
-                line = _FIRST_ADDRESS.sub(lambda m: f"0x{copy:04x}{m.group(0)[2:]}", line, 1)
+                line = line.replace("0x", prefix, 1)
             out.append(line)
             total += len(line) + 1
         copy += 1

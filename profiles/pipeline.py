@@ -137,6 +137,8 @@ def _analyze_samples(
     with local_copy(capture.raw_file) as path:
         profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
+    if capture.run_id and capture.run.step_thread_names:  # the run says which threads step
+        stats["findings"] = pyspy.findings_for_capture(stats, capture.run.step_thread_names)
     tree = stats.pop("flamegraph")
     tables = dict(pyspy.thread_tables(profile, keywords, options=options, lag=stats.get("lag")))
     return stats, tree, tables, export_bytes(profile, capture.raw_format)

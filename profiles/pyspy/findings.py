@@ -197,20 +197,22 @@ BUSY_THREAD_ROLE = {
 
 
 def with_busy_thread(
-    finding: Finding, stats: Mapping[str, Any], step: Sequence[Mapping[str, Any]]
+    finding: Finding, stats: Mapping[str, Any], step: Sequence[Mapping[str, Any]], on: str = ""
 ) -> Finding:
     """Name the saturated thread beside the step (the loader that feeds it, the thread
-    that holds the GIL), when the rule is about one and there is one."""
+    that holds the GIL), when the rule is about one and there is one; `on` names the
+    rank it is on, in a job."""
     role = BUSY_THREAD_ROLE.get(finding["rule"])
     busy = saturated_thread(stats, {str(t["tid"]) for t in step}) if role else None
     if busy is None:
         return finding
     thread, share, top = busy
     where = f", {top['samples'] * 100 // thread['samples']}% in `{top['function']}`" if top else ""
+    name = f"`{thread['name'] or thread['tid']}` thread"
     return {
         **finding,
         "frames": list(dict.fromkeys([*finding["frames"], *([top["frame"]] if top else [])])),
-        "advice": f"{finding['advice']} The `{thread['name'] or thread['tid']}` thread is "
+        "advice": f"{finding['advice']} {f'On {on}, the' if on else 'The'} {name} is "
         f"busy {share:g}% of the time{where}: {role}.",
     }
 

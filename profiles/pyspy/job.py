@@ -394,9 +394,10 @@ def job_findings(views: Sequence[RankView], straggler: Straggler | None) -> list
     ):
         holders = [n for n, fs in per_rank.items() if any(f["rule"] == rule for f in fs)]
         base = pooled.get(rule) or _strongest(rule, per_rank)
-        if rule in pooled:  # a busy thread beside the step is a rank's own
-            view = next(v for v in views if v.name == (holders or [views[0].name])[0])
-            base = with_busy_thread(base, view.stats, view.threads)
+        if rule in pooled:  # a busy thread beside the step is a rank's own: the first found
+            ordered = sorted(views, key=lambda v: v.name not in holders)
+            named = (with_busy_thread(base, v.stats, v.threads, v.name) for v in ordered)
+            base = next((f for f in named if f is not base), base)
         found.append({**base, "ranks": holders or [v.name for v in views]})
     if straggler is not None:
         found.append(straggler_finding(views, straggler))

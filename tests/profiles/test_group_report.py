@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from profiles import enqueue, group_pipeline, group_report, jobs, pipeline
+from profiles import enqueue, group_pipeline, group_report, jobs, pipeline, pyspy
 from profiles.models import Capture, CaptureGroup
 from runs import remote
 from tests import factories
@@ -22,7 +22,9 @@ JOBS = Path(__file__).resolve().parents[1] / "data" / "jobs"
 def recorded(case: str, rank: int) -> tuple[bytes, str]:
     """The rank's raw samples and py-spy log, as the recorder stored them."""
     plain = JOBS / case / f"rank-{rank}.txt"
-    raw = plain.read_bytes() if plain.exists() else gzip.decompress(Path(f"{plain}.gz").read_bytes())
+    raw = (
+        plain.read_bytes() if plain.exists() else gzip.decompress(Path(f"{plain}.gz").read_bytes())
+    )
     return raw, Path(f"{plain}.log").read_text(encoding="utf-8")
 
 
@@ -107,16 +109,19 @@ def test_a_group_whose_last_rank_failed_gets_its_report_on_first_read_from_the_o
     assert [r["name"] for r in stored["ranks"]] == ["rank-0", "rank-1", "rank-2"]
 
 
-def test_step_threads_set_on_the_run_are_the_ones_the_report_reads(recorded_group):
+def test_step_threads_set_on_the_run_are_the_ones_the_report_and_findings_read(recorded_group):
+    """Named as the step, the loader (blocked on its full queue) is judged, and its
+    backpressure is reported; guessed, the step is the trainer and the loader is fine."""
     group, ids = recorded_group
     group.run.step_threads = "loader"
     group.run.save()
     for pk in ids:
         pipeline.capture_analyze_stored(capture_id=pk)
     ranks = CaptureGroup.objects.get(pk=group.pk).job_report["ranks"]
-    assert {(r["detected_by"], tuple(r["step_threads"])) for r in ranks} == {
-        ("named", ("loader",))
-    }
+    assert {(r["detected_by"], tuple(r["step_threads"])) for r in ranks} == {("named", ("loader",))}
+    stats = Capture.objects.get(pk=ids[0]).stats
+    assert "backpressure" in [f["rule"] for f in stats["findings"]]
+    assert "backpressure" not in [f["rule"] for f in pyspy.findings_for_capture(stats)]
 
 
 def test_rank_names_are_roles_made_distinct_where_two_read_the_same():

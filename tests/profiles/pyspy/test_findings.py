@@ -111,9 +111,10 @@ def test_without_collectives_the_threads_touching_the_device_then_the_busiest_ar
     worker = thread("worker", 400, gpu_launch=40)
     other = thread("other", 400, idle=100)
     assert step_threads([worker, other]) == ([worker], "device")
-    assert step_threads([thread("a", 400, idle=300), thread("b", 400, idle=100)]).threads[0][
-        "name"
-    ] == "b"
+    assert (
+        step_threads([thread("a", 400, idle=300), thread("b", 400, idle=100)]).threads[0]["name"]
+        == "b"
+    )
 
 
 def test_the_rules_judge_the_step_threads_only():
@@ -154,8 +155,8 @@ def test_input_bound_names_the_saturated_loader_and_its_hottest_function():
     (finding,) = findings_for_capture(stats_of(trainer, loader, functions=functions))
     assert finding["rule"] == "input_bound"
     assert finding["frames"] == ["Job.train (train.py:151)", "decode_sample (train.py:61)"]
-    assert "The `loader` thread is busy 100% of the time, 85% in `decode_sample" in (
-        finding["advice"]
+    assert (
+        "The `loader` thread is busy 100% of the time, 85% in `decode_sample" in (finding["advice"])
     )
 
 

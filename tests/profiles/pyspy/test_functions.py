@@ -10,10 +10,11 @@ def functions_of(text: str, **options) -> list[dict]:
     return stats["thread_functions"]
 
 
-RAW = """\
+C10D = "all_reduce (torch/distributed/distributed_c10d.py:3252);c10d::Work::wait (libtorch_cpu.so)"
+RAW = f"""\
 thread (1): trainer;Job.train (train.py:160);metric (train.py:79);<genexpr> (train.py:79) 3
 thread (1): trainer;Job.train (train.py:160);metric (train.py:80);<genexpr> (train.py:80) 5
-thread (1): trainer;Job.train (train.py:161);all_reduce (torch/distributed/distributed_c10d.py:3252);c10d::Work::wait (libtorch_cpu.so) 4
+thread (1): trainer;Job.train (train.py:161);{C10D} 4
 thread (2): loader;load (train.py:70);Queue.put (queue.py:149);Condition.wait (threading.py:331) 6
 """
 
