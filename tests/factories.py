@@ -84,7 +84,6 @@ def watch(baseline: Capture, *, targets=(), role: str | None = None, **fields) -
     return made
 
 
-
 FIRST_PID = 4000
 """Processes of `job_run` have pids FIRST_PID + rank."""
 

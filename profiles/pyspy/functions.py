@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import compress
+from typing import Any
 
 from .activity import thread_owners
 from .frames import split_location
@@ -47,7 +48,11 @@ def thread_functions(
     `total` is the inclusive value per node (a thread filter's view); `threads` are
     the capture's thread rows with their states, which rank the threads.
     """
-    user = UserCode(library)
+    return in_order(_rows(profile, total, UserCode(library)), threads)
+
+
+def _rows(profile: Profile, total: Sequence[int], user: UserCode) -> list[ThreadFunctions]:
+    """Every thread's row (unordered, unbounded)."""
     counts, lines = _count(profile, total, user)
     info, frames = profile.frame_info().thread, profile.frames
     rows: list[ThreadFunctions] = []
@@ -56,14 +61,48 @@ def thread_functions(
         mine, best = counts.get(fid, {}), lines.get(fid, {})
         top = sorted(mine.items(), key=lambda kv: (-kv[1], function_name(frames[kv[0]])))
         functions: list[FunctionStat] = [
-            {"function": function_name(frames[fn]), "frame": frames[_hottest(best[fn])],
+            {"function": function_name(frames[fn]), "frame": _hottest(best[fn], frames),
              "samples": c}
             for fn, c in top[:TOP_FUNCTIONS]
         ]  # fmt: skip
         rows.append({"thread": name, "tid": tid, "samples": count, "functions": functions})
-    order = {str(t["tid"]): _interest(t) for t in threads}
-    rows.sort(key=lambda r: (order.get(str(r["tid"]), (0, 0)), -r["samples"], str(r["tid"])))
+    return rows
+
+
+def in_order(rows: list[ThreadFunctions], threads: Sequence[ThreadStat]) -> list[ThreadFunctions]:
+    """The rows of the threads that matter first, at most MAX_THREADS (module doc)."""
+    order = {(str(t["tid"]), t["name"]): _interest(t) for t in threads}
+
+    def key(row: ThreadFunctions) -> tuple:
+        here = (str(row["tid"]), row["thread"])
+        return order.get(here, (0, 0)), -row["samples"], *here
+
+    rows = sorted(rows, key=key)
     return rows[:MAX_THREADS]
+
+
+def add_to_tables(tables: dict[str, Any], profile: Profile, library: Iterable[str] = ()) -> None:
+    """Give each thread table (threads.py) its `functions`, so a thread subset's
+    `thread_functions` come from the tables as `analyze` would give them."""
+    rows = _rows(profile, profile.accumulated().total, UserCode(library))
+    # A thread renamed while sampled (py-spy saw `thread (5)` before `thread (5): main`)
+    # has two tables with one tid.
+    everyone = {(str(r["tid"]), r["thread"]): r["functions"] for r in rows}
+    for table in tables["threads"]:
+        table["functions"] = everyone.get((str(table["tid"]), table["name"]), [])
+
+
+def from_tables(
+    chosen: Sequence[dict[str, Any]], threads: Sequence[ThreadStat]
+) -> list[ThreadFunctions]:
+    """`thread_functions` of a thread subset, from their tables (empty lists for tables
+    stored before they carried functions)."""
+    rows: list[ThreadFunctions] = [
+        {"thread": t["name"], "tid": t["tid"], "samples": t["samples"],
+         "functions": t.get("functions", [])}
+        for t in chosen
+    ]  # fmt: skip
+    return in_order(rows, threads)
 
 
 def _interest(thread: ThreadStat) -> tuple[int, int]:
@@ -72,9 +111,9 @@ def _interest(thread: ThreadStat) -> tuple[int, int]:
     return -bool(by_state.get("collective")), -(thread["samples"] - by_state.get("idle", 0))
 
 
-def _hottest(per_line: dict[int, int]) -> int:
-    """The line frame with most samples; ties go to the frame seen first."""
-    return min(per_line.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+def _hottest(per_line: dict[int, int], frames: list[str]) -> str:
+    """The line frame with most samples; ties by name (not by the order lines came in)."""
+    return min((-samples, frames[fid]) for fid, samples in per_line.items())[1]
 
 
 def _function_ids(profile: Profile, user: UserCode) -> list[int]:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from itertools import compress
 from typing import Any, TypedDict
 
+from . import functions
 from .activity import thread_owners
 from .analysis import (
     AnalysisOptions,
@@ -36,6 +37,7 @@ from .analysis import (
     state_list,
     thread_stat,
 )
+from .findings import findings_for_capture
 from .frames import ThreadFilter
 from .keywords import GPU_KEYWORDS, Keyword
 from .matching import (
@@ -154,6 +156,7 @@ def thread_tables(
     act = capture_activity(profile, classified, lag, options.idle, states)
     tables = _tables(profile, keywords, counts, states)
     tables["rounds"], tables["idle_included"] = act.rounds, act.idle_included
+    functions.add_to_tables(tables, profile, options.library)  # type: ignore[arg-type]
     return tables
 
 
@@ -243,7 +246,7 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
     python = _callers(chosen, "keyword_callers", n_kw), _callers(chosen, "category_callers", n_cat)
     user = _callers(chosen, "keyword_user_callers", n_kw)
     user_cat = _callers(chosen, "category_user_callers", n_cat)
-    return {
+    stats: Stats = {
         "format": tables["format"],  # type: ignore[typeddict-item]
         "total_samples": whole,
         "unique_stacks": sum(t["unique_stacks"] for t in chosen),
@@ -273,6 +276,9 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
         "idle_included": tables.get("idle_included"),
         "rounds": rounds,
     }
+    stats["thread_functions"] = functions.from_tables(chosen, thread_rows)  # type: ignore[arg-type]
+    stats["findings"] = findings_for_capture(stats)
+    return stats
 
 
 def _thread_row(
