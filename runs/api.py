@@ -151,10 +151,9 @@ def run_list(request):
             description=serializer.validated_data.get("description", ""),
             tags=request.data.get("tags", "") if isinstance(request.data.get("tags"), str) else "",
         )
-        if serializer.validated_data.get("library_paths"):
-            services.run_library_paths_save(
-                run=run, library_paths=serializer.validated_data["library_paths"]
-            )
+        for field in ANALYSIS_FIELDS:
+            if serializer.validated_data.get(field):
+                _save_analysis_field(run, serializer.validated_data, field)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
     runs = Run.objects.prefetch_related("tags")[:200]
     return Response(RunSerializer(runs, many=True).data)
