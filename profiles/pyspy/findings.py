@@ -293,48 +293,46 @@ def sampler_finding(lag: Mapping[str, Any] | None) -> Finding | None:
     fraction = lag.get("achieved_fraction")
     value = round(100 * fraction, 1) if fraction is not None else 0.0
     rate = lag.get("recommended_rate")
-    return {
-        "rule": "sampler_unreliable",
-        "severity": "high",
-        "title": "py-spy fell behind: these numbers are unreliable",
-        "value": value,
-        "interval": [value, value],
-        "threshold": 50.0,
-        "frames": [],
-        "user_callers": [],
-        "advice": f"py-spy took {value:g}% of the samples it was asked for "
-        f"({lag.get('max_behind_s')} s behind): record again at --rate {rate or 'lower'}.",
-    }
+    advice = (
+        f"py-spy took {value:g}% of the samples it was asked for "
+        f"({lag.get('max_behind_s')} s behind): record again at --rate {rate or 'lower'}."
+    )
+    title = "py-spy fell behind: these numbers are unreliable"
+    return note("sampler_unreliable", "high", title, value, 50.0, advice)
 
 
 def too_few(samples: int) -> Finding:
     low, high = percent_interval(samples // 2, samples)
-    return {
-        "rule": "too_few_samples",
-        "severity": "info",
-        "title": "Too few samples to judge",
-        "value": float(samples),
-        "interval": [float(samples), float(samples)],
-        "threshold": float(MIN_SAMPLES),
-        "frames": [],
-        "user_callers": [],
-        "advice": f"The step threads have {samples} samples (a share near half is known "
-        f"only within {high - low:.0f} points): record longer, or at a higher rate.",
-    }
+    advice = (
+        f"The step threads have {samples} samples (a share near half is known only "
+        f"within {high - low:.0f} points): record longer, or at a higher rate."
+    )
+    title = "Too few samples to judge"
+    return note("too_few_samples", "info", title, float(samples), float(MIN_SAMPLES), advice)
 
 
 def waits_hidden() -> Finding:
+    advice = (
+        "py-spy recorded without --idle, so it dropped the samples of blocked threads: "
+        "record with --idle to see data, queue and GIL waits."
+    )
+    return note("waits_hidden", "info", "Waits are not visible in this capture", 0.0, 0.0, advice)
+
+
+def note(
+    rule: str, severity: str, title: str, value: float, threshold: float, advice: str
+) -> Finding:
+    """A finding about the evidence itself: one measured value, no frames."""
     return {
-        "rule": "waits_hidden",
-        "severity": "info",
-        "title": "Waits are not visible in this capture",
-        "value": 0.0,
-        "interval": [0.0, 0.0],
-        "threshold": 0.0,
+        "rule": rule,
+        "severity": severity,  # type: ignore[typeddict-item]
+        "title": title,
+        "value": value,
+        "interval": [value, value],
+        "threshold": threshold,
         "frames": [],
         "user_callers": [],
-        "advice": "py-spy recorded without --idle, so it dropped the samples of blocked "
-        "threads: record with --idle to see data, queue and GIL waits.",
+        "advice": advice,
     }
 
 

@@ -6,11 +6,12 @@ the app runs this from stored stats without the raw samples.
 
 - Step threads per rank: findings.step_threads (named on the run, else the threads
   that make collective calls, ...); a rank's `states` are theirs, added up.
-- The straggler is the rank the others wait for: the rank with the smallest
-  collective share, named only when the others' pooled collective share is past
-  COLLECTIVE_WAIT and *every* other rank's collective share exceeds its share by
+- The straggler (straggler.py) is the rank the others wait for: the rank with the
+  smallest collective share, named only when the others' pooled collective share is
+  past COLLECTIVE_WAIT and *every* other rank's collective share exceeds its share by
   more than STRAGGLER_GAP points over the whole 95% (Newcombe) interval of the
-  difference. One peer that waits as little means there is none (null).
+  difference. One peer that waits as little means there is none (null). Without idle
+  samples the rounds a step thread left no sample in (blocked) count as waiting too.
 - Its explanation lists what it does *more* than the others (never what it does
   less): the user functions (thread_functions) and the (state, user call site)
   pairs of its step threads whose share exceeds the others' pooled share over the
@@ -28,26 +29,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from .compare import newcombe_interval
 from .findings import (
     COLLECTIVE_WAIT,
-    MIN_SAMPLES,
-    NO_USER_FRAME,
     Pooled,
     call_site,
-    capture_threads,
     findings_for_threads,
     percent_interval,
-    pool,
     rank_findings,
-    step_threads,
     top_frames,
     with_busy_thread,
 )
-from .functions import TOP_FUNCTIONS, function_name
 from .states import STATES
+from .straggler import (
+    RankView,
+    explain,
+    find_straggler,
+    pool_views,
+    rank_view,
+    state_counts,
+    waiting,
+)
 from .types import (
     Explanation,
     Finding,
@@ -59,35 +63,11 @@ from .types import (
     Straggler,
 )
 
-STRAGGLER_GAP = 10.0
-"""Points by which every other rank's collective share must exceed the straggler's."""
-EXPLAIN_MIN = 2.0
-"""Points by which an explanation item must exceed the others (and beyond noise)."""
-EXPLAIN_TOP = 6
 CLASS_GAP = 10.0
 """Points beyond noise by which a state's share may differ inside one class."""
 DISTINCT_OTHERS = 5.0
 """Percent: a class's distinctive function takes less than this on the other ranks."""
 _NUMBERED = re.compile(r"(.*?)(\d+)\Z")
-
-
-class RankView(NamedTuple):
-    """One rank: its stats, its step threads and their pooled states and functions."""
-
-    name: str
-    stats: Mapping[str, Any]
-    threads: list[Mapping[str, Any]]
-    detected_by: str
-    pooled: Pooled
-    functions: dict[str, tuple[int, str]]
-    """Function -> (samples on the step threads, its hottest frame)."""
-    function_floor: int
-    """Most samples a function missing from `functions` can have (truncated lists)."""
-    whole: int
-    """What shares are of: the step threads' samples; without idle samples (and with
-    known rounds), their sampling rounds, since blocked rounds left no sample."""
-    waiting: int
-    """Of `whole`: collective samples, plus the rounds left without a sample."""
 
 
 def analyze_job(
@@ -109,36 +89,6 @@ def natural(name: str) -> tuple[str, int, str]:
     """Sort key: `rank-2` before `rank-10`."""
     match = _NUMBERED.match(name)
     return (match.group(1), int(match.group(2)), name) if match else (name, -1, name)
-
-
-def rank_view(name: str, stats: Mapping[str, Any], names: tuple[str, ...]) -> RankView:
-    chosen = step_threads(capture_threads(stats), names)
-    tids = {str(t["tid"]) for t in chosen.threads}
-    rows = [r for r in stats.get("thread_functions") or [] if str(r["tid"]) in tids]
-    functions: dict[str, tuple[int, str]] = {}
-    best: dict[str, int] = {}
-    for row in rows:
-        for fn in row["functions"]:
-            samples = functions.get(fn["function"], (0, ""))[0] + fn["samples"]
-            if fn["samples"] > best.get(fn["function"], 0):
-                best[fn["function"]] = fn["samples"]
-                functions[fn["function"]] = (samples, fn["frame"])
-            else:
-                functions[fn["function"]] = (samples, functions[fn["function"]][1])
-    floor = sum(
-        min(f["samples"] for f in r["functions"])
-        for r in rows
-        if len(r["functions"]) >= TOP_FUNCTIONS
-    )
-    pooled = pool(chosen.threads)
-    whole, collective = pooled.samples, pooled.states.get("collective", 0)
-    rounds = stats.get("rounds") or 0
-    if stats.get("idle_included") is False and rounds * len(chosen.threads) > whole:
-        whole = rounds * len(chosen.threads)
-    waiting = collective + whole - pooled.samples
-    return RankView(
-        name, stats, chosen.threads, chosen.detected_by, pooled, functions, floor, whole, waiting
-    )
 
 
 def rank_row(view: RankView) -> JobRank:
@@ -173,106 +123,6 @@ def pooled_states(pooled: Pooled) -> list[StateStat]:
 # --- the straggler ---
 
 
-def find_straggler(views: Sequence[RankView]) -> Straggler | None:
-    """The rank the others wait for, beyond noise, with its explanation; else None."""
-    ranked = [v for v in views if v.pooled.samples >= MIN_SAMPLES]
-    if len(ranked) < 2:
-        return None
-    candidate = min(ranked, key=lambda v: v.waiting / v.whole)
-    others = [v for v in ranked if v is not candidate]
-    waited = _waiting(others)
-    if percent_interval(*waited)[0] <= COLLECTIVE_WAIT:
-        return None
-    mine = (candidate.waiting, candidate.whole)
-    for other in others:
-        low, _ = newcombe_interval(mine, (other.waiting, other.whole))
-        if 100 * low <= STRAGGLER_GAP:
-            return None
-    return {
-        "name": candidate.name,
-        "wait_percent": round(100 * mine[0] / mine[1], 1),
-        "others_wait_percent": round(100 * waited[0] / waited[1], 1),
-        "explanation": explain(candidate, others),
-    }
-
-
-def _waiting(views: Iterable[RankView]) -> tuple[int, int]:
-    """The views' waiting and whole added up."""
-    pairs = [(v.waiting, v.whole) for v in views]
-    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
-
-
-def _state_counts(view: RankView, state: str) -> tuple[int, int]:
-    return view.pooled.states.get(state, 0), view.pooled.samples
-
-
-def explain(rank: RankView, others: Sequence[RankView]) -> list[Explanation]:
-    """What `rank` does more than `others` pooled, beyond noise, largest first."""
-    # Shares of the samples seen (without idle samples, of the time each was running):
-    # a share of rounds would credit every frame of a less-blocked rank with the gap.
-    total = sum(o.pooled.samples for o in others)
-    items: list[Explanation] = []
-    for function, (samples, frame) in rank.functions.items():
-        theirs = sum(_function_samples(o, function) for o in others)
-        item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
-        if item is not None:
-            items.append({**item, "function": function})
-    for state, callers in rank.pooled.callers.items():
-        if state == "collective":
-            continue  # what the others wait in; the straggler's own is smaller
-        for frame, samples in callers.items():
-            theirs = sum(_caller_samples(o, state, frame) for o in others)
-            item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
-            if item is not None:
-                items.append({**item, "state": state})
-    # A state at a line of a function listed already says the same thing again.
-    listed = {i["function"] for i in items if "function" in i}
-    items = [i for i in items if "state" not in i or function_name(i["frame"]) not in listed]
-    items.sort(key=lambda i: (-i["delta"], i["frame"], i.get("state", "")))
-    return items[:EXPLAIN_TOP]
-
-
-def _difference(frame: str, mine: tuple[int, int], theirs: tuple[int, int]) -> Explanation | None:
-    """The item when mine exceeds theirs by EXPLAIN_MIN points, beyond noise."""
-    low, high = newcombe_interval(theirs, mine)
-    percent, others = 100 * mine[0] / mine[1], 100 * theirs[0] / theirs[1]
-    if low <= 0 or percent - others < EXPLAIN_MIN or frame == NO_USER_FRAME:
-        return None
-    return {
-        "frame": frame,
-        "percent": round(percent, 1),
-        "others_percent": round(others, 1),
-        "delta": round(percent - others, 1),
-        "interval": [round(100 * low, 1), round(100 * high, 1)],
-    }
-
-
-def _function_samples(view: RankView, function: str) -> int:
-    """The function's samples on that rank; when its lists were cut, the most it can
-    have (so a delta is never overstated)."""
-    found = view.functions.get(function)
-    return found[0] if found else view.function_floor
-
-
-def _caller_samples(view: RankView, state: str, frame: str) -> int:
-    callers = view.pooled.callers.get(state, {})
-    if frame in callers:
-        return callers[frame]
-    # user_callers are the top 10 per thread and state: a missing one has at most the
-    # smallest shown, per thread whose list was full.
-    return _caller_floor(view, state)
-
-
-def _caller_floor(view: RankView, state: str) -> int:
-    floor = 0
-    for thread in view.threads:
-        for row in thread.get("states") or []:
-            callers = row.get("user_callers") or []
-            if row["state"] == state and len(callers) >= 10:
-                floor += min(c["samples"] for c in callers)
-    return floor
-
-
 # --- classes ---
 
 
@@ -295,14 +145,14 @@ def alike(first: RankView, view: RankView) -> bool:
     if not first.pooled.samples or not view.pooled.samples:
         return first.pooled.samples == view.pooled.samples
     for state in STATES:
-        low, high = newcombe_interval(_state_counts(first, state), _state_counts(view, state))
+        low, high = newcombe_interval(state_counts(first, state), state_counts(view, state))
         if 100 * low > CLASS_GAP or 100 * high < -CLASS_GAP:
             return False
     return True
 
 
 def describe_class(group: Sequence[RankView], views: Sequence[RankView]) -> JobClass:
-    pooled = _pool_views(group)
+    pooled = pool_views(group)
     states = [s for s in pooled_states(pooled) if s["samples"]]
     main = max(states, key=lambda s: s["samples"], default=None)
     rest = [v for v in views if v not in group]
@@ -321,23 +171,10 @@ def describe_class(group: Sequence[RankView], views: Sequence[RankView]) -> JobC
     }
 
 
-def _pool_views(group: Sequence[RankView]) -> Pooled:
-    samples, states, callers = 0, {}, {}
-    for view in group:
-        samples += view.pooled.samples
-        for state, count in view.pooled.states.items():
-            states[state] = states.get(state, 0) + count
-        for state, by_frame in view.pooled.callers.items():
-            mine = callers.setdefault(state, {})
-            for frame, count in by_frame.items():
-                mine[frame] = mine.get(frame, 0) + count
-    return Pooled(samples, states, callers)
-
-
 def _distinctive(group: Sequence[RankView], rest: Sequence[RankView]) -> Explanation | None:
     """The class's user function that the other ranks hardly run (under DISTINCT_OTHERS
     percent), with the largest share above theirs."""
-    merged = RankView("", {}, [], "", _pool_views(group), _merged_functions(group), 0, 0, 0)
+    merged = RankView("", {}, [], "", pool_views(group), _merged_functions(group), 0, 0, 0)
     items = [
         i
         for i in explain(merged, rest)
@@ -412,9 +249,9 @@ def _strongest(rule: str, per_rank: Mapping[str, list[Finding]]) -> Finding:
 def straggler_finding(views: Sequence[RankView], straggler: Straggler) -> Finding:
     """The others' collective wait, caused by the straggler and explained by its excess."""
     others = [v for v in views if v.name != straggler["name"] and v.pooled.samples]
-    waited = _waiting(others)
+    waited = waiting(others)
     low, high = percent_interval(*waited)
-    where = _pool_views(others).callers.get("collective", {})
+    where = pool_views(others).callers.get("collective", {})
     callers = top_frames(where, waited[1])
     explanation = straggler["explanation"]
     cause = f", which spends {_excess(explanation[0])}" if explanation else ""

@@ -1,13 +1,8 @@
 """The whole-job report from per-rank stats: the straggler only beyond noise and explained
 by what it does more, classes of alike ranks, findings across ranks."""
 
-from profiles.pyspy.job import (
-    CLASS_GAP,
-    STRAGGLER_GAP,
-    analyze_job,
-    natural,
-    ranks_label,
-)
+from profiles.pyspy.job import CLASS_GAP, analyze_job, natural, ranks_label
+from profiles.pyspy.straggler import STRAGGLER_GAP
 
 from .test_findings import stats_of, thread
 
