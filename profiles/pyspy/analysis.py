@@ -131,9 +131,7 @@ def analyze(
         stats["flamegraph"] = trie_flamegraph(profile, view.total, view.sizes, options.max_nodes)
     if log_text is not None:
         stats["lag"] = lag
-    stats["thread_functions"] = thread_functions(
-        profile, view.total, options.library, stats["threads"]
-    )
+    stats["thread_functions"] = thread_functions(profile, view.total, classified, stats["threads"])
     stats["findings"] = findings_for_capture(stats)
     return stats
 

@@ -16,15 +16,16 @@ at most MAX_THREADS of them, and per thread its TOP_FUNCTIONS functions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import compress
+from operator import eq
 from typing import Any
 
 from .activity import thread_owners
 from .frames import split_location
 from .profile import Profile
+from .states import Classified
 from .types import FunctionStat, ThreadFunctions, ThreadStat
-from .usercode import UserCode
 
 MAX_THREADS = 16
 TOP_FUNCTIONS = 20
@@ -40,20 +41,21 @@ def function_name(frame: str) -> str:
 def thread_functions(
     profile: Profile,
     total: Sequence[int],
-    library: Iterable[str] = (),
+    classified: Classified,
     threads: Sequence[ThreadStat] = (),
 ) -> list[ThreadFunctions]:
     """User functions per thread, the threads that matter first (see the module doc).
 
-    `total` is the inclusive value per node (a thread filter's view); `threads` are
-    the capture's thread rows with their states, which rank the threads.
+    `total` is the inclusive value per node (a thread filter's view); `classified` is
+    the profile's states.classify result (its `user_at` says which frames are user
+    code); `threads` are the capture's thread rows with their states, which rank them.
     """
-    return in_order(_rows(profile, total, UserCode(library)), threads)
+    return in_order(_rows(profile, total, classified), threads)
 
 
-def _rows(profile: Profile, total: Sequence[int], user: UserCode) -> list[ThreadFunctions]:
+def _rows(profile: Profile, total: Sequence[int], classified: Classified) -> list[ThreadFunctions]:
     """Every thread's row (unordered, unbounded)."""
-    counts, lines = _count(profile, total, user)
+    counts, lines = _count(profile, total, classified)
     info, frames = profile.frame_info().thread, profile.frames
     rows: list[ThreadFunctions] = []
     for fid, count in _thread_samples(profile, total).items():
@@ -81,10 +83,10 @@ def in_order(rows: list[ThreadFunctions], threads: Sequence[ThreadStat]) -> list
     return rows[:MAX_THREADS]
 
 
-def add_to_tables(tables: dict[str, Any], profile: Profile, library: Iterable[str] = ()) -> None:
+def add_to_tables(tables: dict[str, Any], profile: Profile, classified: Classified) -> None:
     """Give each thread table (threads.py) its `functions`, so a thread subset's
     `thread_functions` come from the tables as `analyze` would give them."""
-    rows = _rows(profile, profile.accumulated().total, UserCode(library))
+    rows = _rows(profile, profile.accumulated().total, classified)
     # A thread renamed while sampled (py-spy saw `thread (5)` before `thread (5): main`)
     # has two tables with one tid.
     everyone = {(str(r["tid"]), r["thread"]): r["functions"] for r in rows}
@@ -116,49 +118,57 @@ def _hottest(per_line: dict[int, int], frames: list[str]) -> str:
     return min((-samples, frames[fid]) for fid, samples in per_line.items())[1]
 
 
-def _function_ids(profile: Profile, user: UserCode) -> list[int]:
+def _function_ids(profile: Profile, classified: Classified) -> list[int]:
     """Per frame id: its function's id (the id of the function's first frame seen), or
-    -1 for frames that are not the user's code."""
-    key = ("functions", user.library)
-    cached = profile._cache.get(key)
-    if cached is None:
-        first: dict[str, int] = {}
-        cached = profile._cache[key] = [
-            first.setdefault(function_name(text), fid) if user.is_user(text) else -1
-            for fid, text in enumerate(profile.frames)
-        ]
-    return cached  # type: ignore[return-value]
+    -1 for frames that are not the user's code (a user frame's node is its own nearest
+    user frame in `classified.user_at`)."""
+    frame = profile.frame
+    user = set(compress(frame, map(eq, frame, classified.user_at)))
+    first: dict[str, int] = {}
+    return [
+        first.setdefault(function_name(text), fid) if fid in user else -1
+        for fid, text in enumerate(profile.frames)
+    ]
 
 
 def _count(
-    profile: Profile, total: Sequence[int], user: UserCode
+    profile: Profile, total: Sequence[int], classified: Classified
 ) -> tuple[dict[int, dict[int, int]], dict[int, dict[int, dict[int, int]]]]:
     """Per thread frame id: samples per function, and per function samples per line.
 
-    One pass in node order (parents first) carrying the tuple of functions already on
-    the path; a node adds its inclusive value to its function only when the function
-    is not on the path above it (each sample once).
+    One pass in node order (parents first) carrying, as an int bit mask, the functions
+    already on the path (a tuple cost 6x more on deep Python stacks); a node adds its
+    inclusive value to its function only when the function is not above it, so each
+    sample counts once. Nodes of no new function share their parent's mask object.
     """
-    fn_of = _function_ids(profile, user)
+    fn_of = _function_ids(profile, classified)
+    bits = _function_bits(fn_of)
     owner = thread_owners(profile)
     parent, frame = profile.parent, profile.frame
-    path: list[tuple[int, ...]] = [()] * profile.node_count
+    path = [0] * profile.node_count
     counts: dict[int, dict[int, int]] = {}
     lines: dict[int, dict[int, dict[int, int]]] = {}
     for node in range(1, profile.node_count):
-        above = path[parent[node]]
-        fn = fn_of[frame[node]]
-        if fn < 0 or fn in above:
+        above, fid = path[parent[node]], frame[node]
+        bit = bits[fid]
+        if not bit or above & bit:
             path[node] = above
             continue
-        path[node] = (*above, fn)
-        value = total[node]
-        if value and owner[node] >= 0:
-            mine = counts.setdefault(owner[node], {})
+        path[node] = above | bit
+        value, thread = total[node], owner[node]
+        if value and thread >= 0:
+            fn = fn_of[fid]
+            mine = counts.setdefault(thread, {})
             mine[fn] = mine.get(fn, 0) + value
-            per_line = lines.setdefault(owner[node], {}).setdefault(fn, {})
-            per_line[frame[node]] = per_line.get(frame[node], 0) + value
+            per_line = lines.setdefault(thread, {}).setdefault(fn, {})
+            per_line[fid] = per_line.get(fid, 0) + value
     return counts, lines
+
+
+def _function_bits(fn_of: list[int]) -> list[int]:
+    """Per frame id: the bit of its function (0 for frames that are not user code)."""
+    index: dict[int, int] = {}
+    return [1 << index.setdefault(fn, len(index)) if fn >= 0 else 0 for fn in fn_of]
 
 
 def _thread_samples(profile: Profile, total: Sequence[int]) -> dict[int, int]:

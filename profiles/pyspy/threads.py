@@ -156,7 +156,7 @@ def thread_tables(
     act = capture_activity(profile, classified, lag, options.idle, states)
     tables = _tables(profile, keywords, counts, states)
     tables["rounds"], tables["idle_included"] = act.rounds, act.idle_included
-    functions.add_to_tables(tables, profile, options.library)  # type: ignore[arg-type]
+    functions.add_to_tables(tables, profile, classified)  # type: ignore[arg-type]
     return tables
 
 
