@@ -11,6 +11,7 @@ from profiles.pyspy import AnalysisOptions, Keyword, analyze, parse_raw_lines, r
 from profiles.pyspy.threads import combine_threads, thread_names, thread_tables
 
 from .golden import DATA
+from .test_properties import stacks_of
 
 KEYWORDS = (
     Keyword("cu", "gpu"),
@@ -126,10 +127,7 @@ FRAMES = [
     "thread (0x1A): hex",
     "thread (9)",
 ]
-stacks = st.lists(
-    st.tuples(st.lists(st.sampled_from(FRAMES), min_size=1, max_size=8), st.integers(0, 50)),
-    max_size=12,
-)
+stacks = stacks_of(FRAMES)
 
 
 @settings(max_examples=300, deadline=None)
