@@ -142,3 +142,17 @@ def test_combined_tables_equal_a_fresh_analysis_on_arbitrary_stacks(records, cho
     profile = parse_raw_lines(lines)
     tables = through_json(thread_tables(profile, KEYWORDS))
     assert combine_threads(tables, chosen) == expected(profile, chosen, KEYWORDS)
+
+
+def test_tables_stored_before_states_count_every_sample_as_unknown():
+    profile = read_profile(DATA / "threads.txt")
+    tables = through_json(thread_tables(profile))
+    for table in tables["threads"]:
+        for key in ("states", "state_callers", "keyword_user_callers", "category_user_callers"):
+            del table[key]
+    del tables["rounds"], tables["idle_included"]
+    stats = combine_threads(tables, [tables["threads"][0]["name"]])
+    unknown = next(s for s in stats["states"] if s["state"] == "unknown")
+    assert unknown["samples"] == stats["total_samples"] > 0
+    assert stats["rounds"] is None and stats["idle_included"] is None
+    assert all(k["user_callers"] == [] for k in stats["keywords"])
