@@ -57,7 +57,7 @@ def thread_owners(profile: Profile) -> array:
     cached = profile._cache.get("owners")
     if cached is None:
         threads = profile.frame_info().thread
-        owner = array("l", [-1]) * profile.node_count
+        owner = array("i", [-1]) * profile.node_count
         parent, frame = profile.parent, profile.frame
         for node in range(1, profile.node_count):
             above = owner[parent[node]]

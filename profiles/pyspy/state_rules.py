@@ -97,11 +97,13 @@ DEFAULT_RULES: tuple[StateRule, ...] = (
         file="torch/distributed/_functional_collectives.py",
     ),
     # Host syncs: the host reads a device value (`.item()`, `.cpu()`, `.tolist()`,
-    # `.numpy()`, `if tensor:`, a blocking copy, nonzero on CUDA).
+    # `.numpy()`, `if tensor:`, a blocking copy, nonzero on CUDA, a device op falling
+    # back to the CPU through `_to_cpu`, as torch's lazy device does).
     *_native(
         "host_sync",
         "at::*_local_scalar_dense* at::native::item at::_ops::item::* c10::cuda::memcpy_and_sync "
-        "at::native::nonzero_cuda at::native::nonzero_out_cuda torch::utils::tensor_to_list "
+        "at::native::nonzero_cuda at::native::nonzero_out_cuda at::native::_to_cpu "
+        "torch::utils::tensor_to_list "
         "torch::utils::tensor_to_numpy "
         "re:(torch::autograd::)?THPVariable_(item|cpu|tolist|numpy|(bool|float|integral|index)_scalar)",
     ),

@@ -243,9 +243,14 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
     thread_rows = [_thread_row(t, whole, frames, rounds) for t in chosen]
     thread_rows.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
     kw = _sum_lists(chosen, "keywords", n_kw), _sum_lists(chosen, "categories", n_cat)
-    python = _callers(chosen, "keyword_callers", n_kw), _callers(chosen, "category_callers", n_cat)
-    user = _callers(chosen, "keyword_user_callers", n_kw)
-    user_cat = _callers(chosen, "category_user_callers", n_cat)
+    python = [
+        _named(_callers(chosen, key, size), frames, NO_PYTHON_FRAME)
+        for key, size in (("keyword_callers", n_kw), ("category_callers", n_cat))
+    ]
+    user = [
+        _named(_callers(chosen, key, size), frames, NO_USER_FRAME)
+        for key, size in (("keyword_user_callers", n_kw), ("category_user_callers", n_cat))
+    ]
     stats: Stats = {
         "format": tables["format"],  # type: ignore[typeddict-item]
         "total_samples": whole,
@@ -255,20 +260,8 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
         "threads": thread_rows,
         "top_self": ranked_frames(((c, frames[i]) for i, c in own.items()), whole, top_n),
         "top_total": ranked_frames(((c, frames[i]) for i, c in total.items()), whole, top_n),
-        "keywords": keyword_list(
-            keywords,
-            kw[0],
-            _named(python[0], frames, NO_PYTHON_FRAME),
-            whole,
-            _named(user, frames, NO_USER_FRAME),
-        ),
-        "categories": category_list(
-            keywords,
-            kw[1],
-            _named(python[1], frames, NO_PYTHON_FRAME),
-            whole,
-            _named(user_cat, frames, NO_USER_FRAME),
-        ),
+        "keywords": keyword_list(keywords, kw[0], python[0], whole, user[0]),
+        "categories": category_list(keywords, kw[1], python[1], whole, user[1]),
         "uncovered_native": ranked_frames(
             ((c, frames[i]) for i, c in own.items() if i in uncovered), whole, top_n
         ),

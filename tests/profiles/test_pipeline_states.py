@@ -2,6 +2,8 @@
 capture's --idle setting and the deployment's FLAMEDECK_STATE_RULES file."""
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 
 from profiles import enqueue, pipeline, selectors, services
 from profiles.models import Capture
@@ -99,3 +101,13 @@ def test_an_unusable_state_rules_file_fails_the_analysis_naming_the_setting(
     settings.FLAMEDECK_STATE_RULES = str(tmp_path / "missing.txt")
     capture = record(duration=5, rate=100)
     assert capture.status == Capture.Status.FAILED and "cannot read it" in capture.error
+
+
+def test_manage_check_names_an_unusable_state_rules_file(settings, tmp_path):
+    rules = tmp_path / "rules.txt"
+    rules.write_text("data_wait: Prefetcher.next in loader.py\n", encoding="utf-8")
+    settings.FLAMEDECK_STATE_RULES = str(rules)
+    call_command("check")
+    rules.write_text("stalled: Prefetcher.next\n", encoding="utf-8")
+    with pytest.raises(SystemCheckError, match="flamedeck.E001.*unknown state 'stalled'"):
+        call_command("check")

@@ -83,10 +83,13 @@ def test_arbitrary_bytes_read_or_raise_profile_error(data):
         check_invariants(analyze(profile, OPTIONS))
 
 
-stacks = st.lists(
-    st.tuples(st.lists(st.sampled_from(FRAMES), min_size=1, max_size=8), st.integers(0, 50)),
-    max_size=12,
-)
+def stacks_of(frames, low=0, depth=8, lines=12):
+    """Raw records: stacks of `frames` (root first) with counts from `low` to 50."""
+    stack = st.lists(st.sampled_from(frames), min_size=1, max_size=depth)
+    return st.lists(st.tuples(stack, st.integers(low, 50)), max_size=lines)
+
+
+stacks = stacks_of(FRAMES)
 
 
 def oracle(records):
@@ -139,10 +142,7 @@ STATE_FRAMES = [
     "thread (7): w",
     "thread (8): v",
 ]
-state_stacks = st.lists(
-    st.tuples(st.lists(st.sampled_from(STATE_FRAMES), min_size=1, max_size=7), st.integers(1, 9)),
-    max_size=10,
-)
+state_stacks = stacks_of(STATE_FRAMES, low=1, depth=7, lines=10)
 
 
 def _by_state(stats, key="samples"):

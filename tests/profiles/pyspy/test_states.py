@@ -129,6 +129,14 @@ def test_python_stdlib_waits(frames, state):
         (["torch::autograd::THPVariable_tolist (libtorch_python.so)"], "host_sync"),
         (
             [
+                "torch::lazy::ts_eager_fallback (libtorch_cpu.so)",
+                "at::native::_to_cpu (libtorch_cpu.so)",
+                "torch::lazy::LazyGraphExecutor::SyncTensorsGraph (x.so)",
+            ],
+            "host_sync",
+        ),
+        (
+            [
                 "torch::autograd::THPVariable_cpu (libtorch_python.so)",
                 "c10::cuda::memcpy_and_sync (libc10_cuda.so)",
                 "cudaStreamSynchronize (libcudart.so)",
