@@ -65,6 +65,8 @@ from .types import (
 
 CLASS_GAP = 10.0
 """Points beyond noise by which a state's share may differ inside one class."""
+SHOWN_RANGES = 6
+"""Runs of rank numbers a class label lists before it elides the middle ones."""
 DISTINCT_OTHERS = 5.0
 """Percent: a class's distinctive function takes less than this on the other ranks."""
 _NUMBERED = re.compile(r"(.*?)(\d+)\Z")
@@ -192,24 +194,28 @@ def _merged_functions(group: Sequence[RankView]) -> dict[str, tuple[int, str]]:
 
 
 def ranks_label(names: Sequence[str]) -> str:
-    """`ranks 0-2, 5` for numbered names sharing a prefix; else the names (8 at most)."""
+    """`ranks 0-2, 5` for numbered names sharing a prefix (`21 ranks: 1, 4, 7, …, 61`
+    past SHOWN_RANGES runs); else the names (8 at most)."""
     matches = [_NUMBERED.match(n) for n in names]
     prefixes = {m.group(1) for m in matches if m}
     if len(prefixes) == 1 and all(matches):
         numbers = sorted(int(m.group(2)) for m in matches if m)
-        word = "ranks" if len(numbers) > 1 else "rank"
-        return f"{word} {_ranges(numbers)}"
+        parts = _ranges(numbers)
+        if len(parts) > SHOWN_RANGES:
+            shown = ", ".join(parts[: SHOWN_RANGES - 1])
+            return f"{len(numbers)} ranks: {shown}, …, {parts[-1]}"
+        return f"{'ranks' if len(numbers) > 1 else 'rank'} {', '.join(parts)}"
     shown = ", ".join(names[:8])
     return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
-def _ranges(numbers: list[int]) -> str:
+def _ranges(numbers: list[int]) -> list[str]:
     parts, start = [], numbers[0]
     for prev, cur in zip(numbers, [*numbers[1:], None], strict=True):
         if cur != prev + 1:
             parts.append(str(start) if start == prev else f"{start}-{prev}")
             start = cur if cur is not None else start
-    return ", ".join(parts)
+    return parts
 
 
 # --- findings ---

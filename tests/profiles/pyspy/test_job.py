@@ -139,6 +139,7 @@ def test_ranks_read_in_natural_order_and_labels_fold_runs_of_numbers():
         "ranks 0-2, 5, 7-8"
     )
     assert ranks_label(["rank-3"]) == "rank 3"
+    assert ranks_label([f"rank-{i}" for i in range(1, 62, 3)]) == "21 ranks: 1, 4, 7, 10, 13, …, 61"
     assert ranks_label(["a", "b"]) == "a, b"
     assert ranks_label([f"h{i}x" for i in range(10)]).endswith("and 2 more")
 
