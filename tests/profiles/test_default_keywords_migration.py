@@ -52,15 +52,6 @@ def test_each_keyword_migration_starts_from_the_set_the_previous_one_wrote():
         assert later.OLD == earlier.NEW
 
 
-@pytest.fixture
-def back_to_latest():
-    """Later tests need every migration applied again, whatever this test left."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-
 @pytest.mark.parametrize("MIGRATION", KEYWORD_MIGRATIONS, ids=lambda m: m.__name__)
 @pytest.mark.django_db(transaction=True)
 def test_an_untouched_default_set_is_refined_and_an_edited_one_is_kept(back_to_latest, MIGRATION):
