@@ -34,13 +34,14 @@ def _make_set(apps, name, pairs):
     Keyword = apps.get_model("profiles", "Keyword")
     for i, (category, keyword) in enumerate(pairs):
         Keyword.objects.create(
-            keyword_set=keyword_set, position=i, category=category, keyword=keyword
+            keyword_set_id=keyword_set.pk, position=i, category=category, keyword=keyword
         )
 
 
 def _pairs(apps, name):
     keyword_set = apps.get_model("profiles", "KeywordSet").objects.get(name=name)
-    return [(k.category, k.keyword) for k in keyword_set.keywords.order_by("position")]
+    rows = apps.get_model("profiles", "Keyword").objects.filter(keyword_set_id=keyword_set.pk)
+    return [(k.category, k.keyword) for k in rows.order_by("position")]
 
 
 def test_the_latest_migration_writes_exactly_the_engines_default_set():
