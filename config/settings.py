@@ -279,9 +279,6 @@ FLAMEDECK_KNOWN_HOSTS = env_str("FLAMEDECK_KNOWN_HOSTS") or None
 # Disk budget for raw capture files, enforced by `manage.py prune_raw`.
 FLAMEDECK_RAW_BUDGET_MB = env_int("FLAMEDECK_RAW_BUDGET_MB", 5000, minimum=1)
 FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimum=100)
-# A thread-state rules file the analysis worker puts ahead of the built-in table
-# (docs/states.md); empty: the built-in table only.
-FLAMEDECK_STATE_RULES = env_str("FLAMEDECK_STATE_RULES").strip()
 # The dashboard's address as its users reach it: links in watch messages are absolute.
 FLAMEDECK_BASE_URL = (
     env_url("FLAMEDECK_BASE_URL", ("http", "https")) or "http://127.0.0.1:8000"
@@ -289,6 +286,9 @@ FLAMEDECK_BASE_URL = (
 # Tries of one watch message to one target before it counts as failed (backoff as
 # FLAMEDECK_RETRY_BACKOFF_S).
 FLAMEDECK_NOTIFY_ATTEMPTS = env_int("FLAMEDECK_NOTIFY_ATTEMPTS", 5, minimum=1)
+# A thread-state rules file the analysis worker puts ahead of the built-in table
+# (docs/states.md); empty: the built-in table only.
+FLAMEDECK_STATE_RULES = env_str("FLAMEDECK_STATE_RULES").strip()
 
 # --- static and media ------------------------------------------------------
 STATIC_URL = "static/"

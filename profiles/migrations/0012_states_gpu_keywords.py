@@ -71,6 +71,6 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("profiles", "0010_operator_permission_label")]
+    dependencies = [("profiles", "0011_regression_watches")]
 
     operations = [migrations.RunPython(forwards, backwards)]
