@@ -6,8 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('profiles', '0011_states_gpu_keywords'),
-        ('profiles', '0011_regression_watches'),
+        ('profiles', '0012_states_gpu_keywords'),
     ]
 
     operations = [
