@@ -1,5 +1,5 @@
 """Object builders for tests: one place that knows how to make a run, a process, a
-done capture with stats, a notification target and a watch."""
+done capture with stats, a notification target, a watch and a whole-job run."""
 
 from __future__ import annotations
 
@@ -81,4 +81,22 @@ def watch(baseline: Capture, *, targets=(), role: str | None = None, **fields) -
         **fields,
     )
     made.targets.set(targets)
+    return made
+
+
+FIRST_PID = 4000
+"""Processes of `job_run` have pids FIRST_PID + rank."""
+
+
+def local_host() -> Host:
+    return Host.objects.get_or_create(name="local", defaults={"transport": "local"})[0]
+
+
+def job_run(*, ranks: int, name: str = "gloo-job", host_: Host | None = None) -> Run:
+    """A run with `ranks` processes on one host (the local one), roles rank-0, rank-1, ..."""
+    made = Run.objects.create(name=name)
+    on = host_ or local_host()
+    RunProcess.objects.bulk_create(
+        RunProcess(run=made, host=on, pid=FIRST_PID + i, role=f"rank-{i}") for i in range(ranks)
+    )
     return made
