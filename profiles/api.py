@@ -12,8 +12,7 @@ from runs.api import api
 from runs.models import Host, Run, RunProcess
 
 from . import api_schema as schema
-from . import jobs, redact, selectors, services
-from .group_report import group_report
+from . import group_selectors, jobs, redact, selectors, services
 from .models import Capture, CaptureGroup
 
 
@@ -234,7 +233,7 @@ def group_json(group: CaptureGroup) -> dict:
             }
             for c in captures
         ],
-        **group_report(group),
+        **group_selectors.group_report_fields(group),
     }
 
 

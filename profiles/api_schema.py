@@ -356,7 +356,11 @@ class LiveSerializer(s.Serializer):
         "running), verdict, category shares, error and its cause.",
     )
     differs_most = s.DictField(help_text="The process that differs beyond noise, or why none.")
-    waiting = s.DictField(help_text="Wait vs compute per rank, once every process ended.")
+    report = s.DictField(
+        help_text="The stored whole-job report once every process ended (findings, "
+        "straggler, classes, each rank's step-thread states, rank links), else `ready` "
+        "false and the `reason`."
+    )
     skipped = s.ListField(child=s.DictField(), help_text="Processes skipped (exited).")
     processes = s.ListField(child=s.DictField(), help_text="GPU timelines, once final.")
 

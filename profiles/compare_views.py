@@ -25,7 +25,7 @@ from profiles.pyspy import compare as engine
 from runs.api import api
 from runs.models import Run
 
-from . import api_schema, pipeline, selectors
+from . import api_schema, capture_files, selectors
 from .models import Capture, Keyword
 
 DIFF_MAX_NODES = 3000
@@ -276,7 +276,7 @@ def diff_flamegraph(request: HttpRequest) -> JsonResponse:
 
 def _full_tree(capture: Capture, threads: list[str] | None) -> dict[str, Any] | None:
     # The other side is matched by path, so it is not pruned further than stored.
-    tree = pipeline.read_flamegraph(capture)
+    tree = capture_files.read_flamegraph(capture)
     if tree is not None and threads:
         tree = dict(select_threads(tree, threads))
     return tree

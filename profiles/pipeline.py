@@ -25,15 +25,10 @@ from .capture_files import (
     export_bytes,
     gz,
     local_copy,
+    read_log,
     replace_file,
     store_export,
 )
-
-# Re-exported: pages and tests read stored files as `pipeline.read_*`.
-from .capture_files import read_flamegraph as read_flamegraph
-from .capture_files import read_log as read_log
-from .capture_files import read_thread_tables as read_thread_tables
-from .group_report import group_report_after
 from .models import Capture, KeywordSet
 from .signals import capture_analysed
 from .states import (
@@ -78,10 +73,9 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
     else:
         capture_transition(capture_id=capture.pk, to=final)
         capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
-        return group_report_after(capture=capture)
+        return
     message = f"{reason} The raw file and log are kept."
     capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)
-    group_report_after(capture=capture)
 
 
 def _analysis_failure(exc: Exception) -> str:

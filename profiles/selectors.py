@@ -11,7 +11,7 @@ from django.db.models.fields.json import KT, KeyTransform
 
 from profiles import pyspy
 
-from . import pipeline, redact
+from . import capture_files, redact
 from .models import Capture, CaptureGroup, Comment
 
 
@@ -74,7 +74,7 @@ def capture_flamegraph(
     *, capture: Capture, max_nodes: int = 8192, threads: list[str] | None = None
 ) -> dict[str, Any] | None:
     """The stored tree, optionally limited to some threads, pruned to `max_nodes`."""
-    tree = pipeline.read_flamegraph(capture)
+    tree = capture_files.read_flamegraph(capture)
     if tree is None:
         return None
     if threads:
@@ -91,7 +91,7 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
     """
     if not threads or not capture.stats:
         return capture.stats
-    tables = pipeline.read_thread_tables(capture)
+    tables = capture_files.read_thread_tables(capture)
     if tables is None:
         return None
     stats = dict(pyspy.combine_threads(tables, threads))
@@ -101,9 +101,8 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
 
 
 def group_captures(*, group: CaptureGroup) -> list[Capture]:
-    # Keyword sets come along: the "who waits" table classifies frames with them.
-    captures = group.captures.select_related("host", "process", "keyword_set")
-    return list(captures.prefetch_related("keyword_set__keywords").order_by("process__role", "pk"))
+    captures = group.captures.select_related("host", "process")
+    return list(captures.order_by("process__role", "pk"))
 
 
 def group_rows(*, captures: list[Capture]) -> list[dict[str, Any]]:
@@ -148,7 +147,7 @@ def group_flamegraph(
     for capture in captures:
         if only and capture.pk not in only:
             continue
-        tree = pipeline.read_flamegraph(capture)
+        tree = capture_files.read_flamegraph(capture)
         if tree is not None:
             children.append({**tree, "name": f"process {capture.target_label}"})
     total = sum(child["value"] for child in children)
@@ -169,7 +168,7 @@ def capture_sandwich(
     With `hide_commands` the search runs on the redacted tree, so a guessed command
     line is neither found nor suggested.
     """
-    tree = pipeline.read_flamegraph(capture)
+    tree = capture_files.read_flamegraph(capture)
     if tree is None:
         return None
     if hide_commands:
