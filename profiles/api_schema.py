@@ -207,6 +207,11 @@ class StatsSerializer(s.Serializer):
     thread_functions = ThreadFunctionsSerializer(
         many=True, required=False, help_text="Per thread (top 16): your code's functions."
     )
+    step_threads = s.DictField(
+        required=False,
+        help_text="Dashboard only: the threads the findings judged, {tids, detected_by} "
+        "(named, collective, device, busiest or none; docs/findings.md).",
+    )
     dump_threads = s.ListField(
         child=s.DictField(),
         required=False,

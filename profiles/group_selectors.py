@@ -190,17 +190,17 @@ def group_evidence(
     if reason is not None:
         return {"ready": False, "ended": not _unended(captures), "reason": reason}
     report = group.job_report or {}
-    urls = {
-        name: reverse("profiles:capture_detail", args=[pk])
-        for name, pk in (report.get("captures") or {}).items()
-    }
+    ids = report.get("captures") or {}
+    urls = {name: reverse("profiles:capture_detail", args=[pk]) for name, pk in ids.items()}
+    stats = {c.pk: c.stats or {} for c in captures}
+    sampled = {name: stats.get(pk, {}) for name, pk in ids.items()}
     skew = summary.get("start_skew_s")
     return {
         "ready": True,
         "findings": report.get("findings") or [],
         "straggler": report.get("straggler"),
         "classes": report.get("classes") or [],
-        "ranks": [_rank_row(rank, urls) for rank in report.get("ranks") or []],
+        "ranks": [_rank_row(rank, urls, sampled) for rank in report.get("ranks") or []],
         "without_samples": report.get("without_samples") or [],
         "urls": urls,
         "same_window": same_window(skew),
@@ -208,10 +208,19 @@ def group_evidence(
     }
 
 
-def _rank_row(rank: dict[str, Any], urls: dict[str, str]) -> dict[str, Any]:
+def _rank_row(rank: dict[str, Any], urls: dict[str, str], sampled: dict) -> dict[str, Any]:
     # One call site per state is what the page shows: the rest stays in the API.
     states = [{**s, "user_callers": (s.get("user_callers") or [])[:1]} for s in rank["states"]]
-    return {**rank, "states": states, "url": urls.get(rank["name"])}
+    stats = sampled.get(rank["name"]) or {}
+    return {
+        **rank,
+        "states": states,
+        "url": urls.get(rank["name"]),
+        # Without --idle a blocked step thread leaves no sample: the page says how many
+        # of py-spy's rounds the step threads' samples fill.
+        "idle_included": stats.get("idle_included"),
+        "rounds": stats.get("rounds"),
+    }
 
 
 def skipped_processes(group: CaptureGroup, captures: list[Capture]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from profiles import pyspy
+from profiles.pyspy.findings import capture_threads, pool, step_threads
 from runs import gpu, remote
 from runs.services import host_target
 
@@ -131,11 +132,32 @@ def _analyze_samples(
     with local_copy(capture.raw_file) as path:
         profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
-    if capture.run_id and capture.run.step_thread_names:  # the run says which threads step
-        stats["findings"] = pyspy.findings_for_capture(stats, capture.run.step_thread_names)
+    names = capture.run.step_thread_names if capture.run_id else ()
+    if names:  # the run says which threads step
+        stats["findings"] = pyspy.findings_for_capture(stats, names)
+    stats["step_threads"] = _step_threads(stats, names)
     tree = stats.pop("flamegraph")
     tables = dict(pyspy.thread_tables(profile, keywords, options=options, lag=stats.get("lag")))
     return stats, tree, tables, export_bytes(profile, capture.raw_format)
+
+
+def _step_threads(stats: dict[str, Any], names: Any) -> dict[str, Any]:
+    """The threads the findings judged and their states added up, stored so the page
+    shows them as the headline (not guessed again when it is viewed)."""
+    chosen = step_threads(capture_threads(stats), names)
+    pooled = pool(chosen.threads)
+    states = [
+        {"state": state, "samples": n, "percent": round(100 * n / pooled.samples, 2)}
+        for state in pyspy.STATES
+        if (n := pooled.states.get(state, 0))
+    ]
+    return {
+        "tids": [str(t["tid"]) for t in chosen.threads],
+        "names": [t["name"] or str(t["tid"]) for t in chosen.threads],
+        "detected_by": chosen.detected_by,
+        "samples": pooled.samples,
+        "states": states,
+    }
 
 
 class StateRulesError(Exception):

@@ -1,10 +1,12 @@
-// Capture page: live progress, the interactive flamegraph, stats tables, the lag
-// chart, pinned comments, and the view's state (threads, search, zoomed frame) in
-// the URL so a pasted link opens the same view. Untrusted frame names only ever
-// reach the page through textContent.
+// Capture page: live progress, the findings and thread states (drawn by evidence.js),
+// the interactive flamegraph, stats tables, the lag chart, pinned comments, and the
+// view's state (threads, search, zoomed frame) in the URL so a pasted link opens the
+// same view (`?frame=NAME` zooms to a frame by name, as the group page links do).
+// Untrusted frame names only ever reach the page through textContent.
 (function () {
   "use strict";
   const fd = window.flamedeck;
+  const ev = fd.evidence;
   const data = JSON.parse(document.getElementById("capture-data").textContent);
   const $ = (id) => document.getElementById(id);
   const fmt = (n) => Number(n ?? 0).toLocaleString("en-US");
@@ -15,6 +17,7 @@
     focus: parseFocus(params.get("focus")),
     icicle: params.get("view") === "icicle",
     sandwich: params.get("sandwich") || "",
+    frame: params.get("frame") || "",
   };
   let view = null;
   let sandwichViews = null;
@@ -37,6 +40,7 @@
     set("focus", state.focus && state.focus.length ? JSON.stringify(state.focus) : "");
     set("view", state.icicle ? "icicle" : "");
     set("sandwich", state.sandwich);
+    set("frame", state.frame);
     const query = next.toString();
     history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
     document.querySelectorAll(".keep-state").forEach((input) => { input.value = location.pathname + (query ? "?" + query : ""); });
@@ -103,11 +107,48 @@
     $("top-self").replaceChildren(frameTable(stats.top_self, "No samples."));
     $("top-total").replaceChildren(frameTable(stats.top_total, "No samples."));
     $("uncovered").replaceChildren(frameTable(stats.uncovered_native, "Every hot native frame is covered by a keyword (or the capture has no native frames)."));
-    $("threads").replaceChildren(table([["Thread"], ["TID", "num"], [""], ["Samples", "num"], ["Share", "num"]],
-      (stats.threads || []).map((t) => el("tr", {},
-        el("td", {}, el("button", { type: "button", class: "thread-link", "data-tid": String(t.tid), title: "Show only this thread" }, t.name || "(unnamed)")),
-        el("td", { class: "num mono" }, String(t.tid)), barCell(t.percent), el("td", { class: "num" }, fmt(t.samples)), pctCell(t.percent))),
+    const step = ev.stepTids(stats);
+    $("threads").replaceChildren(table([["Thread"], ["TID", "num"], ["States"], ["Active", "num"], ["Samples", "num"], ["Share", "num"]],
+      (stats.threads || []).map((t) => el("tr", { "data-tid": String(t.tid) },
+        el("td", {}, el("button", { type: "button", class: "thread-link", "data-tid": String(t.tid), title: "Show only this thread" }, t.name || "(unnamed)"), step.has(String(t.tid)) ? ev.stepMark() : null),
+        el("td", { class: "num mono" }, String(t.tid)), el("td", { class: "barcell" }, t.states ? ev.stateBar(t.states, "small") : ""),
+        activeCell(t, stats.idle_included), el("td", { class: "num" }, fmt(t.samples)), pctCell(t.percent))),
       "No thread frames (captured without --threads)."));
+    renderStates(stats);
+  }
+
+  // Share of the sampling rounds the thread gave a sample in: without --idle the rest
+  // is time it was blocked (not in its states); with --idle, time it did not exist.
+  function activeCell(thread, idle) {
+    const active = thread.active_percent;
+    if (active == null) return el("td", { class: "num muted", title: "py-spy's rounds are not known (no log)" }, "—");
+    const why = idle === false ? `sampled in ${active}% of py-spy's rounds: blocked (no sample) the other ${(100 - active).toFixed(1)}%`
+      : `present in ${active}% of py-spy's rounds`;
+    return el("td", { class: `num${idle === false && active < 95 ? " blocked" : ""}`, title: why }, `${Number(active).toFixed(0)}%`);
+  }
+
+  const callerButton = (frame) => el("button", { type: "button", class: "caller-link frame-link oneline mono", "data-frame": frame, title: `${frame}: click to zoom the flamegraph to it` }, frame);
+
+  function renderStates(stats) {
+    const scope = state.threads.length ? `threads ${(stats.threads || []).map((t) => t.name || t.tid).join(", ")}` : "all threads";
+    $("states-scope").textContent = `every sample in exactly one state · ${scope}`;
+    if (!stats.states) {
+      $("states").replaceChildren(el("p", { class: "muted" }, "This capture was analysed before thread states existed: re-analyse it to see them."));
+      return;
+    }
+    $("states-bar").replaceChildren(ev.headline(stats, state.threads.length > 0));
+    $("states").replaceChildren(ev.statesTable(stats, callerButton, state.threads.length > 0));
+    $("hidden-waits-box").replaceChildren(...[ev.hiddenWaits(stats)].filter(Boolean));
+  }
+
+  // Capture-level: the rules judged the step threads of the whole capture.
+  function renderFindings(stats) {
+    const links = (frame) => [
+      el("button", { type: "button", class: "linklike frame-link small", "data-frame": frame, title: `Zoom the flamegraph to ${frame}` }, "flamegraph"), " · ",
+      el("button", { type: "button", class: "linklike sandwich-link small", "data-frame": frame, title: `Callers and callees of ${frame}` }, "sandwich")];
+    $("findings").replaceChildren(!("findings" in stats)
+      ? el("p", { class: "muted" }, "This capture was analysed before findings existed: re-analyse it to see them.")
+      : ev.findingsList(stats.findings, links, "No finding: no rule's whole 95% interval is past its threshold on the step threads."));
   }
 
   // --- flamegraph ------------------------------------------------------------------
@@ -148,6 +189,7 @@
     box.dataset.ready = "1";
     if (state.focus && view.focusPath(state.focus)) showFocus(state.focus);
     if (state.search) { $("fg-search").value = state.search; showSearch(view.search(state.search)); }
+    if (state.frame) { const name = state.frame; state.frame = ""; focusFrame(name); }
   }
 
   function focusFrame(name) {
@@ -374,6 +416,7 @@
   if (data.stats) {
     drawLagChart(data.stats.lag);
     if ($("flamegraph")) {
+      renderFindings(data.stats);
       wireToolbar();
       renderThreadPicker(data.stats.threads);
       loadStats();
