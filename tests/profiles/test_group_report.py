@@ -13,6 +13,7 @@ from tests.support.recorded_jobs import record_group
 
 pytestmark = pytest.mark.django_db
 
+
 @pytest.fixture
 def recorded_group(monkeypatch):
     """A 4-rank group whose ranks recorded the straggler job, not analysed yet."""

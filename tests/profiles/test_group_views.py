@@ -253,8 +253,7 @@ def test_no_verdict_while_a_rank_is_still_running_only_the_reason(teammate_clien
     assert report == {
         "ready": False,
         "ended": False,
-        "reason": "1 of 3 ranks have not ended: no verdict until every rank's samples "
-        "are analysed",
+        "reason": "1 of 3 ranks have not ended: no verdict until every rank's samples are analysed",
     }
 
 
