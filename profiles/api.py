@@ -40,6 +40,16 @@ class PySpySettingsSerializer(serializers.Serializer):
     )
 
 
+class GroupCaptureSerializer(PySpySettingsSerializer):
+    """A whole-job capture's settings: `idle` is on unless asked off."""
+
+    idle = serializers.BooleanField(
+        default=True,
+        help_text="Keep blocked threads' samples (--idle), on by default for a whole job: "
+        "without it py-spy drops them, so collective, data and GIL waits are invisible.",
+    )
+
+
 class CaptureRequestSerializer(PySpySettingsSerializer):
     """A capture of `host` + `pid`, or of a run's `process` (which gives both)."""
 
@@ -237,12 +247,12 @@ def group_json(group: CaptureGroup) -> dict:
     }
 
 
-@schema.run_capture_all(PySpySettingsSerializer)
+@schema.run_capture_all(GroupCaptureSerializer)
 @api(["POST"])
 def run_capture_all(request, pk: int):
     """Capture every process of the run at once, with the same settings."""
     run = get_object_or_404(Run, pk=pk)
-    serializer = PySpySettingsSerializer(data=request.data)
+    serializer = GroupCaptureSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     try:
         group = jobs.capture_group_create(user=request.user, run=run, **serializer.validated_data)
