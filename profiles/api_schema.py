@@ -405,6 +405,11 @@ class ComparisonSerializer(s.Serializer):
     threads_applied = s.BooleanField(help_text="Both captures could be filtered so.")
     before_samples = s.IntegerField(help_text="Samples before.")
     after_samples = s.IntegerField(help_text="Samples after.")
+    states = s.ListField(
+        child=s.DictField(),
+        help_text="Per thread state with samples on either side: the same shape and maths "
+        "as `categories`; a side analysed before states existed is not measured.",
+    )
     categories = s.ListField(
         child=s.DictField(),
         help_text="Per category: shares with 95% Wilson intervals, the change with a "

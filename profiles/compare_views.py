@@ -219,6 +219,21 @@ def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
     keywords = [r for r in result["keywords"] if matched(r) or r["verdict"] == engine.NOT_MEASURED]
     return [
         {
+            "id": "states",
+            "title": "Thread states",
+            "label": "State",
+            "rows": with_sides(result["states"]),
+            "silent": 0,
+            # The headline: "collective 61.9% -> 31.0%", real changes only, both measured.
+            "moved": [
+                r
+                for r in result["states"]
+                if r["verdict"] == engine.REAL_CHANGE and r["before"] and r["after"]
+            ],
+            "empty": "No thread states: a capture was analysed before they were stored "
+            "(re-analyse it).",
+        },
+        {
             "id": "categories",
             "title": "Categories",
             "label": "Category",
