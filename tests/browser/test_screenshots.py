@@ -1,6 +1,9 @@
 """`make screenshots`: the main pages with realistic data, saved to docs/screenshots/.
 
-Also a check that every page renders without JavaScript errors at a laptop width."""
+The capture and whole-job pages show real recordings (tests/data/jobs/: a 4-rank gloo
+job with host syncs planted, and one whose rank 3 is the planted straggler), analysed
+by the real pipeline. Also a check that every page renders without JavaScript errors
+at a laptop width."""
 
 import pytest
 
@@ -9,6 +12,7 @@ from profiles.models import Capture
 from runs.models import Host, RunProcess, Tag
 from tests.browser.conftest import SCREENSHOTS
 from tests.profiles.test_views import DUMP, LAG_LOG, fake_stats, imported
+from tests.support.recorded_jobs import record_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +43,7 @@ def shoot(page, name: str, full: bool = True) -> None:
 
 
 @pytest.fixture
-def data(owner, teammate):
+def data(owner, teammate, monkeypatch):
     host = Host.objects.create(
         name="gpu-node-3",
         transport="ssh",
@@ -123,7 +127,18 @@ def data(owner, teammate):
     pipeline.capture_store_outputs(capture=dump, raw=DUMP.encode(), log="")
     Capture.objects.filter(pk=dump.pk).update(status=Capture.Status.PARSING)
     pipeline.capture_analyze(capture=Capture.objects.get(pk=dump.pk))
-    return {"run": run, "host": host, "capture": capture, "dump": dump}
+    job, _ = record_group(monkeypatch, "straggler", run_name="gloo 4 ranks: rank 3 computes more")
+    hostsync, ranks = record_group(monkeypatch, "hostsync", run_name="gloo 4 ranks: .item() a step")
+    real = Capture.objects.get(pk=ranks[0])
+    real.tags.add(Tag.objects.get_or_create(name="baseline")[0])
+    services.comment_create(
+        capture=real,
+        author=teammate,
+        frame="Job.train_step (train.py:142)",
+        body="`loss.item()` every step: log it every 50 steps instead.",
+    )
+    return {"run": run, "host": host, "capture": capture, "dump": dump, "job": job, "real": real,
+            "hostsync": hostsync}  # fmt: skip
 
 
 def services_run(name, tag, owner):
@@ -140,9 +155,15 @@ def test_screenshots_of_the_main_pages(open_tab, owner, data):
     shoot(page, "run_detail")
     page.locator("#processes .capture-more").first.click()
     shoot(page, "capture_button_advanced", full=False)
-    page = tab.goto(data["capture"].get_absolute_url())
+    page = tab.goto(data["real"].get_absolute_url())
     page.wait_for_selector("#flamegraph[data-ready='1']")
     shoot(page, "capture_detail")
+    page = tab.goto(data["job"].get_absolute_url())
+    page.wait_for_selector("#job-report[data-ready='1']")
+    page.wait_for_selector("#group-flamegraph[data-loaded='true']")
+    shoot(page, "group_detail")
+    page = tab.goto(data["capture"].get_absolute_url())
+    page.wait_for_selector("#flamegraph[data-ready='1']")
     page.locator('#flamegraph g[name^="main (train.py"]').first.click()
     page.fill("#fg-search", "cuStreamSynchronize")
     page.wait_for_timeout(500)
