@@ -209,11 +209,16 @@ def group_evidence(
 
 
 def _rank_row(rank: dict[str, Any], urls: dict[str, str], sampled: dict) -> dict[str, Any]:
-    # One call site per state is what the page shows: the rest stays in the API.
-    states = [{**s, "user_callers": (s.get("user_callers") or [])[:1]} for s in rank["states"]]
+    # The states with samples and one call site each are what the page shows: the rest
+    # stays in the API (a 64-rank page would carry ten times the bytes).
+    states = [
+        {**s, "user_callers": (s.get("user_callers") or [])[:1]}
+        for s in rank["states"]
+        if s.get("samples")
+    ]
     stats = sampled.get(rank["name"]) or {}
     return {
-        **rank,
+        **{key: rank.get(key) for key in ("name", "step_threads", "detected_by", "samples")},
         "states": states,
         "url": urls.get(rank["name"]),
         # Without --idle a blocked step thread leaves no sample: the page says how many
