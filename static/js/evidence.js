@@ -98,11 +98,11 @@
     const rows = byOrder(stats.states).filter((s) => s.samples || s.state === "unknown").map((s) => {
       const top = (s.user_callers || [])[0];
       const from = top && s.samples
-        ? el("span", { class: "statefrom" }, el("span", { class: "muted" }, "from "), callerButton(top.frame), el("span", { class: "muted small nowrap" }, ` ${Math.round((100 * top.samples) / s.samples)}% of it`))
+        ? el("span", { class: "statefrom" }, el("span", { class: "muted" }, "from "), callerButton(top.frame), el("span", { class: "muted small" }, ` ${Math.round((100 * top.samples) / s.samples)}% of it`))
         : el("span", { class: "muted small" }, s.samples ? "(no frame of your code on these stacks)" : "");
       return el("tr", { "data-state": s.state, class: s.samples ? "" : "zero" },
         el("td", {}, stateKey(s.state)),
-        stepStates ? el("td", { class: "num stepshare" }, pct(stepShare(s.state))) : null,
+        stepStates ? el("td", { class: `num stepshare${stepShare(s.state) ? "" : " muted"}` }, pct(stepShare(s.state))) : null,
         el("td", { class: "num" }, pct(s.percent)),
         el("td", { class: "num muted" }, fmt(s.samples)),
         el("td", { class: "statecallers" }, from),
