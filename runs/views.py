@@ -14,8 +14,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
-from django.db.models.fields.json import KT, KeyTransform
-from django.db.models.functions import RowNumber
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, DenseRank, RowNumber
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -23,6 +23,7 @@ from config.params import query_id, query_page
 from profiles.forms import ImportForm
 from profiles.models import Capture
 from profiles.selectors import capture_rows, lag_history
+from profiles.series import measured_captures, spark_series
 
 from . import selectors, services
 from .forms import AttachTreeForm, HostForm, RunForm, RunProcessForm
@@ -31,7 +32,7 @@ from .permissions import can_administer_hosts, can_launch, redact_check
 
 RUNS_PER_PAGE = 25
 CAPTURES_PER_PAGE = 50
-SPARK_CAPTURES = 12
+SPARK_UNITS = 12
 SPARK_CATEGORIES = 3
 CAPTURE_DEFAULTS = {
     "duration": 30,
@@ -110,71 +111,65 @@ def _filtered_runs(params) -> QuerySet[Run]:
     return runs.distinct().annotate(capture_count=Subquery(count))
 
 
-def _recent_captures(run_ids: list[int]) -> dict[int, list[dict]]:
-    """The last few captures of each run, newest first, in one query."""
+def _latest_captures(run_ids: list[int]) -> dict[int, dict]:
+    """Each run's newest capture, whatever its status, in one query."""
     rows = (
         Capture.objects.filter(run_id__in=run_ids)
         .annotate(
             rn=Window(RowNumber(), partition_by=F("run_id"), order_by=F("queued_at").desc()),
-            categories=KeyTransform("categories", "stats"),
             verdict=KT("stats__lag__verdict"),
-            host_name=F("host__name"),
         )
-        .filter(rn__lte=SPARK_CAPTURES)
-        .values(
-            "pk",
-            "run_id",
-            "status",
-            "kind",
-            "queued_at",
-            "pid",
-            "host_name",
-            "categories",
-            "verdict",
-            "original_name",
-        )
+        .filter(rn=1)
+        .values("pk", "run_id", "status", "queued_at", "verdict")
     )
-    by_run: dict[int, list[dict]] = defaultdict(list)
-    for row in sorted(rows, key=lambda r: r["queued_at"], reverse=True):
-        by_run[row["run_id"]].append(row)
+    return {row["run_id"]: row for row in rows}
+
+
+def _recent_units(run_ids: list[int]) -> dict[int, list[Capture]]:
+    """The done captures of each run's last SPARK_UNITS captures, a whole-job capture
+    counting as one (all its ranks come), oldest first, in one query."""
+    unit_at = Coalesce(F("group__created_at"), F("queued_at"))
+    order = [unit_at.desc(), F("group_id").desc(nulls_last=True)]
+    qs = (
+        Capture.objects.filter(run_id__in=run_ids)
+        .annotate(unit=Window(DenseRank(), partition_by=F("run_id"), order_by=order))
+        .filter(unit__lte=SPARK_UNITS)
+        .order_by("queued_at")
+    )
+    by_run: dict[int, list[Capture]] = defaultdict(list)
+    for capture in measured_captures(qs):
+        by_run[capture.run_id].append(capture)
     return by_run
 
 
-def sparkline(captures: list[dict], width: int = 120, height: int = 26) -> list[dict]:
-    """Polylines of the main categories' shares over captures, oldest to newest."""
-    done = [c for c in reversed(captures) if c.get("categories")]
-    if len(done) < 1:
-        return []
-    totals: dict[str, float] = defaultdict(float)
-    for capture in done:
-        for cat in capture["categories"]:
-            totals[cat["category"]] += cat["percent"]
-    main = sorted(totals, key=totals.get, reverse=True)[:SPARK_CATEGORIES]
-    top = max(
-        [c["percent"] for cap in done for c in cap["categories"] if c["category"] in main] + [1]
-    )
-    step = width / max(len(done) - 1, 1)
+def sparkline(captures: list[Capture], width: int = 120, height: int = 26) -> dict | None:
+    """Polylines of the main categories' shares in one series (the whole job's, or the
+    rank captured most: never a line through two ranks), oldest to newest."""
+    if not captures:
+        return None
+    name, points = spark_series(captures)
+    main = list(dict.fromkeys(c for point in points for c in point))[:SPARK_CATEGORIES]
+    top = max([point.get(c, 0) for point in points for c in main] + [1])
+    step = width / max(len(points) - 1, 1)
     lines = []
-    for name in main:
-        points = []
-        for i, capture in enumerate(done):
-            share = next((c["percent"] for c in capture["categories"] if c["category"] == name), 0)
-            points.append(f"{i * step:.1f},{height - 2 - share / top * (height - 4):.1f}")
-        last = next((c["percent"] for c in done[-1]["categories"] if c["category"] == name), 0)
-        lines.append({"category": name, "points": " ".join(points), "last": last})
-    return lines
+    for category in main:
+        xy = [
+            f"{i * step:.1f},{height - 2 - point.get(category, 0) / top * (height - 4):.1f}"
+            for i, point in enumerate(points)
+        ]
+        lines.append(
+            {"category": category, "points": " ".join(xy), "last": points[-1].get(category, 0)}
+        )
+    return {"series": name, "lines": lines, "count": len(points)}
 
 
 @require_GET
 def run_list(request):
     page = Paginator(_filtered_runs(request.GET), RUNS_PER_PAGE).get_page(query_page(request.GET))
-    recent = _recent_captures([run.pk for run in page.object_list])
+    run_ids = [run.pk for run in page.object_list]
+    latest, recent = _latest_captures(run_ids), _recent_units(run_ids)
     rows = [
-        {
-            "run": run,
-            "latest": (recent.get(run.pk) or [None])[0],
-            "spark": sparkline(recent.get(run.pk, [])),
-        }
+        {"run": run, "latest": latest.get(run.pk), "spark": sparkline(recent.get(run.pk, []))}
         for run in page.object_list
     ]
     context = {
