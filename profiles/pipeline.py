@@ -127,7 +127,8 @@ def _analyze_samples(
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
     tree = stats.pop("flamegraph")
     tables = dict(pyspy.thread_tables(profile, keywords))
-    return stats, tree, tables, export_bytes(profile, capture.raw_format)
+    title = f"capture #{capture.pk} {capture.target_label}"  # speedscope shows it
+    return stats, tree, tables, export_bytes(profile, capture.raw_format, name=title)
 
 
 def _analyze_dump(capture: Capture) -> dict[str, Any]:

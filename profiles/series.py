@@ -287,7 +287,7 @@ def spark_series(captures: Sequence[Capture]) -> tuple[str, list[dict[str, float
     """The one series a sparkline draws, as (name, [{category: percent}]) in time order:
     the whole job's when there are whole-job captures, else the rank captured most."""
     if any(c.group_id for c in captures):
-        name, chosen = JOB_NAME, units(c for c in captures if c.group_id)
+        name, chosen = "whole job", units(c for c in captures if c.group_id)
     else:
         keys = series_keys(captures)
         count = Counter(keys[c.pk] for c in captures)

@@ -27,4 +27,5 @@ urlpatterns = [
     path("keywords/<int:pk>/", views.keywordset_detail, name="keywordset_detail"),
     path("keywords/<int:pk>/edit/", views.keywordset_edit, name="keywordset_edit"),
     path("groups/<int:pk>/", group_views.group_detail, name="group_detail"),
+    path("groups/<int:pk>/download/<str:what>/", group_views.group_download, name="group_download"),
 ]

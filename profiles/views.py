@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -27,7 +27,7 @@ from runs.permissions import can_launch
 from runs.services import tags_from_text
 from runs.views import launch_context
 
-from . import redact, services
+from . import downloads, redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Comment, Keyword, KeywordSet
 from .selectors import capture_rows
@@ -272,10 +272,7 @@ def capture_download(request, pk: int, what: str):
         raise Http404()
     hide = redact.hides_server_details(capture, request.user)
     body, content_type, suffix = _download_body(capture, what, hide)
-    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="capture-{capture.pk}.{suffix}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return downloads.streamed(body, content_type, downloads.capture_file_name(capture, suffix))
 
 
 # --- annotations -------------------------------------------------------------------

@@ -3,8 +3,11 @@ stored stats say given shares, without running the engine."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from datetime import datetime, timedelta
 
+from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from profiles.models import Capture, CaptureGroup
@@ -92,3 +95,23 @@ def whole_job_capture(
 
 def minutes_ago(minutes: float) -> datetime:
     return timezone.now() - timedelta(minutes=minutes)
+
+
+def store_tree(capture: Capture, tree: dict) -> Capture:
+    """Give a capture a stored flamegraph tree (as the analysis writes it)."""
+    capture.flamegraph_file.save(
+        "flamegraph.json.gz", ContentFile(gzip.compress(json.dumps(tree).encode()))
+    )
+    return capture
+
+
+def thread_tree(threads: dict[str, dict[str, int]]) -> dict:
+    """A flamegraph tree: `{"thread (1): main": {"leaf (a.py:1)": 5}}` → root, thread
+    nodes, one leaf per count under a shared `step (train.py:9)` frame."""
+    children = []
+    for thread, leaves in threads.items():
+        step = [{"name": name, "value": n, "children": []} for name, n in leaves.items()]
+        total = sum(leaves.values())
+        body = [{"name": "step (train.py:9)", "value": total, "children": step}]
+        children.append({"name": thread, "value": total, "children": body})
+    return {"name": "all", "value": sum(c["value"] for c in children), "children": children}

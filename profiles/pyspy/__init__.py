@@ -22,7 +22,12 @@ __version__ = "1.0"
 from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
 from .dump import parse_dump  # noqa: E402
 from .errors import ProfileError  # noqa: E402
-from .export import to_folded, to_speedscope  # noqa: E402
+from .export import (  # noqa: E402
+    to_folded,
+    to_speedscope,
+    tree_to_folded,
+    trees_to_speedscope,
+)
 from .flamegraph import prune_flamegraph, select_threads  # noqa: E402
 from .keywords import GPU_KEYWORDS, Keyword, keyword_problem, load_keywords  # noqa: E402
 from .lag import analyze_lag  # noqa: E402
@@ -76,4 +81,6 @@ __all__ = [
     "thread_tables",
     "to_folded",
     "to_speedscope",
+    "tree_to_folded",
+    "trees_to_speedscope",
 ]

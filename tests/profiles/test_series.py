@@ -234,7 +234,7 @@ def test_the_sparkline_draws_the_whole_job_when_the_run_has_whole_job_captures(
         whole_job_capture(run, processes, shares, at=minutes_ago(minutes))
     done_capture(process=processes[3], shares={"gil": 90}, at=minutes_ago(10))
     spark = spark_of(teammate_client, run)
-    assert spark["series"] == "whole job (mean of ranks)" and spark["count"] == 2
+    assert spark["series"] == "whole job" and spark["count"] == 2
     (line,) = spark["lines"]
     assert line["category"] == "gil" and line["last"] == 31.5  # never the lone 90 %
 
@@ -262,7 +262,7 @@ def test_the_sparkline_counts_a_64_rank_capture_as_one_of_its_12_in_bounded_quer
     spark = response.context["rows"][0]["spark"]
     assert spark["count"] == 12 and spark["lines"][0]["last"] == 0
     html = response.content.decode()
-    assert 'aria-label="category shares of whole job (mean of ranks) over its last 12' in html
+    assert 'aria-label="category shares of whole job over its last 12 captures"' in html
 
 
 def test_the_sparkline_escapes_a_role(teammate_client):
