@@ -17,6 +17,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, DenseRank, RowNumber
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.params import query_id, query_page
@@ -32,6 +33,7 @@ from .permissions import can_administer_hosts, can_launch, redact_check
 
 RUNS_PER_PAGE = 25
 CAPTURES_PER_PAGE = 50
+HOST_CAPTURES = 20
 SPARK_UNITS = 12
 SPARK_CATEGORIES = 3
 CAPTURE_DEFAULTS = {
@@ -219,6 +221,8 @@ def run_detail(request, pk: int):
         "can_launch": can_launch(request.user),
         "groups": _recent_groups(run),
         "run_tags": sorted({t.name for c in page.object_list for t in c.tags.all()}),
+        # Page 1 takes new captures in as they come (capture_rows.js).
+        "rows_query": urlencode({"run": run.pk, "tag": tag or ""}) if page.number == 1 else "",
     }
     return render(request, "runs/run_detail.html", context)
 
@@ -356,7 +360,8 @@ def host_list(request):
 @require_GET
 def host_detail(request, pk: int):
     host = _get_host_for_user(request.user, pk)
-    captures = capture_rows(Capture.objects.filter(host=host)).order_by("-queued_at")[:20]
+    captures = capture_rows(Capture.objects.filter(host=host)).order_by("-queued_at")
+    captures = captures[:HOST_CAPTURES]
     context = {
         "host": host,
         "captures": captures,
@@ -366,6 +371,8 @@ def host_detail(request, pk: int):
         "can_launch": can_launch(request.user),
         "attach_runs": _attachable_runs() if can_launch(request.user) else [],
         "can_administer_hosts": can_administer_hosts(request.user),
+        "rows_query": urlencode({"host": host.pk, "show_run": 1}),
+        "rows_limit": HOST_CAPTURES,
     }
     return render(request, "runs/host_detail.html", context)
 
