@@ -111,7 +111,7 @@ def trends_data(request: HttpRequest) -> JsonResponse:
     options = _trend_options(request)
     runs = list(Run.objects.order_by("-created_at")[: options["runs"]])[::-1]
     qs = Capture.objects.filter(run__in=runs).order_by("-finished_at", "-queued_at")
-    by_run: dict[int, list[Capture]] = {}
+    by_run: dict[int, list[sr.Measured]] = {}
     for capture in sr.measured_captures(qs, kind=options["kind"]):
         by_run.setdefault(capture.run_id, []).append(capture)
     kind, name = options["kind"], options["name"]
@@ -128,7 +128,7 @@ def _run_at(run: Run) -> str:
 
 
 def _mean_series(
-    runs: list[Run], by_run: dict[int, list[Capture]], kind: str, name: str
+    runs: list[Run], by_run: dict[int, list[sr.Measured]], kind: str, name: str
 ) -> list[sr.TrendSeries]:
     """One point per run: the mean over its units, a whole-job capture weighing as one
     capture however many ranks it has; the band is their range, not an interval."""
@@ -150,7 +150,7 @@ def _mean_series(
 
 
 def _latest_series(
-    runs: list[Run], by_run: dict[int, list[Capture]], kind: str, name: str
+    runs: list[Run], by_run: dict[int, list[sr.Measured]], kind: str, name: str
 ) -> list[sr.TrendSeries]:
     """A series per rank (its latest capture in each run) and the whole job's (each
     run's latest whole-job capture); `by_run` lists each run's captures newest first."""
@@ -167,7 +167,7 @@ def _latest_series(
 
 
 def _latest_job_point(
-    run: Run, captures: list[Capture], kind: str, name: str
+    run: Run, captures: list[sr.Measured], kind: str, name: str
 ) -> sr.TrendPoint | None:
     for unit in sr.units(c for c in captures if c.group_id):
         if (point := sr.unit_point(unit, kind, name, "")) is not None:
@@ -178,7 +178,7 @@ def _latest_job_point(
 
 
 def _latest_rank_points(
-    run: Run, captures: list[Capture], kind: str, name: str
+    run: Run, captures: list[sr.Measured], kind: str, name: str
 ) -> list[tuple[str, str, sr.TrendPoint]]:
     """(key, name, point) of each rank's latest capture that measured `name`."""
     keys = _cross_run_keys(run, captures)
@@ -193,7 +193,7 @@ def _latest_rank_points(
     return list(found.values())
 
 
-def _cross_run_keys(run: Run, captures: list[Capture]) -> dict[int, tuple[str, str]]:
+def _cross_run_keys(run: Run, captures: list[sr.Measured]) -> dict[int, tuple[str, str]]:
     """Roles and import names carry across runs; a host:pid does not (pids are reused),
     except that the one process of a run without roles continues the previous run's."""
     keys = sr.series_keys(captures)

@@ -24,7 +24,7 @@ from config.params import query_id, query_page
 from profiles.forms import ImportForm
 from profiles.models import Capture
 from profiles.selectors import capture_rows, lag_history
-from profiles.series import measured_captures, spark_series
+from profiles.series import Measured, measured_captures, spark_series
 
 from . import selectors, services
 from .forms import AttachTreeForm, HostForm, RunForm, RunProcessForm
@@ -114,37 +114,37 @@ def _filtered_runs(params) -> QuerySet[Run]:
 
 
 def _latest_captures(run_ids: list[int]) -> dict[int, dict]:
-    """Each run's newest capture, whatever its status, in one query."""
-    rows = (
+    """Each run's newest capture, whatever its status."""
+    newest = (
         Capture.objects.filter(run_id__in=run_ids)
-        .annotate(
-            rn=Window(RowNumber(), partition_by=F("run_id"), order_by=F("queued_at").desc()),
-            verdict=KT("stats__lag__verdict"),
-        )
+        .annotate(rn=Window(RowNumber(), partition_by=F("run_id"), order_by=F("queued_at").desc()))
         .filter(rn=1)
-        .values("pk", "run_id", "status", "queued_at", "verdict")
+        .values("pk")
     )
-    return {row["run_id"]: row for row in rows}
+    # Stats are read for these rows only, not for every row the window ranks.
+    rows = Capture.objects.filter(pk__in=newest).annotate(verdict=KT("stats__lag__verdict"))
+    values = rows.values("pk", "run_id", "status", "queued_at", "verdict")
+    return {row["run_id"]: row for row in values}
 
 
-def _recent_units(run_ids: list[int]) -> dict[int, list[Capture]]:
+def _recent_units(run_ids: list[int]) -> dict[int, list[Measured]]:
     """The done captures of each run's last SPARK_UNITS captures, a whole-job capture
-    counting as one (all its ranks come), oldest first, in one query."""
+    counting as one (all its ranks come), oldest first."""
     unit_at = Coalesce(F("group__created_at"), F("queued_at"))
     order = [unit_at.desc(), F("group_id").desc(nulls_last=True)]
-    qs = (
-        Capture.objects.filter(run_id__in=run_ids)
+    recent = (
+        Capture.objects.filter(run_id__in=run_ids, status=Capture.Status.DONE)
         .annotate(unit=Window(DenseRank(), partition_by=F("run_id"), order_by=order))
         .filter(unit__lte=SPARK_UNITS)
-        .order_by("queued_at")
+        .values("pk")
     )
-    by_run: dict[int, list[Capture]] = defaultdict(list)
-    for capture in measured_captures(qs):
+    by_run: dict[int, list[Measured]] = defaultdict(list)
+    for capture in measured_captures(Capture.objects.filter(pk__in=recent).order_by("queued_at")):
         by_run[capture.run_id].append(capture)
     return by_run
 
 
-def sparkline(captures: list[Capture], width: int = 120, height: int = 26) -> dict | None:
+def sparkline(captures: list[Measured], width: int = 120, height: int = 26) -> dict | None:
     """Polylines of the main categories' shares in one series (the whole job's, or the
     rank captured most: never a line through two ranks), oldest to newest."""
     if not captures:

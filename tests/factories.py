@@ -18,13 +18,24 @@ def local_host() -> Host:
     return Host.objects.get_or_create(name="local", defaults={"transport": "local"})[0]
 
 
-def share_stats(shares: dict[str, float], *, total: int = 1000, verdict: str | None = None) -> dict:
-    """Stored stats whose categories have these percentages of `total` samples."""
+def share_stats(
+    shares: dict[str, float], *, total: int = 1000, verdict: str | None = None, callers: int = 0
+) -> dict:
+    """Stored stats whose categories have these percentages of `total` samples (with
+    `callers` python_callers each, as heavy as the engine's)."""
     return {
         "format": "raw",
         "total_samples": total,
         "categories": [
-            {"category": name, "samples": round(total * pct / 100), "percent": pct}
+            {
+                "category": name,
+                "samples": round(total * pct / 100),
+                "percent": pct,
+                "python_callers": [
+                    {"frame": f"step_{i} (train.py:{i})", "samples": 1, "percent": 0.1}
+                    for i in range(callers)
+                ],
+            }
             for name, pct in shares.items()
         ],
         "keywords": [],
@@ -69,7 +80,12 @@ def done_capture(
 
 
 def whole_job_capture(
-    run: Run, processes: list[RunProcess], shares: list[dict[str, float]], *, at: datetime
+    run: Run,
+    processes: list[RunProcess],
+    shares: list[dict[str, float]],
+    *,
+    at: datetime,
+    callers: int = 0,
 ) -> CaptureGroup:
     """A whole-job capture: one done capture per process, `shares[i]` for process i."""
     group = CaptureGroup.objects.create(run=run)
@@ -82,7 +98,7 @@ def whole_job_capture(
             pid=p.pid,
             group=group,
             status=Capture.Status.DONE,
-            stats=share_stats(s),
+            stats=share_stats(s, callers=callers),
             queued_at=at,
             finished_at=at + timedelta(seconds=30),
         )

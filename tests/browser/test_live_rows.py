@@ -19,9 +19,7 @@ def queued(process) -> Capture:
     )
 
 
-def test_a_capture_queued_elsewhere_appears_on_the_run_page_and_follows_to_done(
-    open_tab, teammate
-):
+def test_a_capture_queued_elsewhere_appears_on_the_run_page_and_follows_to_done(open_tab, teammate):
     run = Run.objects.create(name="live")
     (process,) = ranked_processes(run, 1)
     done_capture(process=process, shares={"sync": 5}, at=minutes_ago(5))
