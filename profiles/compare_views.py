@@ -23,7 +23,7 @@ from profiles.pyspy import compare as engine
 from profiles.pyspy import select_threads
 from runs.api import api
 
-from . import pipeline, selectors
+from . import api_schema, pipeline, selectors
 from .models import Capture
 
 DIFF_MAX_NODES = 3000
@@ -203,6 +203,7 @@ def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+@api_schema.compare
 @api(["GET"])
 def compare_api(request) -> Response:
     """`GET /api/compare/?a=&b=[&thread=]`: the numbers the compare page shows."""

@@ -12,7 +12,7 @@ from profiles import pyspy
 from runs.api import api
 from runs.permissions import can_launch
 
-from . import downloads, group_selectors, selectors
+from . import api_schema, downloads, group_selectors, selectors
 from .models import CaptureGroup
 
 EXPORTS = {
@@ -39,6 +39,7 @@ def group_detail(request, pk: int):
     return render(request, "profiles/group_detail.html", context)
 
 
+@api_schema.group_live
 @api(["GET"])
 def group_live(request, pk: int):
     """The group page's numbers; the page polls it until every process has ended."""

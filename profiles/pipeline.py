@@ -33,6 +33,7 @@ from .capture_files import read_flamegraph as read_flamegraph
 from .capture_files import read_log as read_log
 from .capture_files import read_thread_tables as read_thread_tables
 from .models import Capture, KeywordSet
+from .signals import capture_analysed
 from .states import (
     Status,
     capture_claim,
@@ -72,6 +73,7 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
         reason = _analysis_failure(exc)
     else:
         capture_transition(capture_id=capture.pk, to=final)
+        capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
         return
     message = f"{reason} The raw file and log are kept."
     capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)

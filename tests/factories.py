@@ -1,5 +1,6 @@
-"""Object builders for tests: runs with ranked processes and done captures whose
-stored stats say given shares, without running the engine."""
+"""Object builders for tests: one place that knows how to make a run, a process, a
+done capture with stats, a whole-job capture, a stored flamegraph tree, a notification
+target and a watch."""
 
 from __future__ import annotations
 
@@ -11,11 +12,91 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from profiles.models import Capture, CaptureGroup
+from profiles.watch_models import NotifyTarget, Watch
 from runs.models import Host, Run, RunProcess
+
+STATES = ("compute", "data_wait", "host_sync", "collective", "idle")
+
+
+def run(name: str = "llama-70b") -> Run:
+    return Run.objects.create(name=name)
+
+
+def host(name: str = "gpu-node-1") -> Host:
+    return Host.objects.get_or_create(name=name, defaults={"address": f"{name}.example"})[0]
+
+
+def process(run_: Run, role: str = "rank-0", pid: int = 4242) -> RunProcess:
+    return RunProcess.objects.create(run=run_, host=host(), pid=pid, role=role)
+
+
+def state_stats(total: int, **shares: float) -> dict:
+    """Stats whose `states` hold `shares` (percent of `total`), the rest `compute`;
+    one category per state so both kinds of rows exist."""
+    counts = {state: round(total * shares.get(state, 0) / 100) for state in STATES[1:]}
+    counts["compute"] = total - sum(counts.values())
+    return {
+        "format": "raw",
+        "total_samples": total,
+        "states": [
+            {"state": s, "samples": n, "percent": 100 * n / total} for s, n in counts.items()
+        ],
+        "categories": [{"category": "sync", "samples": counts["host_sync"]}],
+        "top_self": [],
+        "top_total": [],
+        "keywords": [],
+    }
+
+
+def capture(
+    process_: RunProcess | None,
+    stats: dict | None,
+    *,
+    minutes_ago: float = 0,
+    status: str = Capture.Status.DONE,
+    run_: Run | None = None,
+    kind: str = Capture.Kind.RECORD,
+    **fields,
+) -> Capture:
+    at = timezone.now() - timedelta(minutes=minutes_ago)
+    made = Capture.objects.create(
+        run=run_ or (process_.run if process_ else None),
+        process=process_,
+        host=process_.host if process_ else None,
+        pid=process_.pid if process_ else None,
+        kind=kind,
+        status=status,
+        stats=stats,
+        **fields,
+    )
+    Capture.objects.filter(pk=made.pk).update(queued_at=at, finished_at=at)
+    made.refresh_from_db()
+    return made
+
+
+def target(
+    name: str = "team-hook", url: str = "json://127.0.0.1:9/hook/s3cr3t-path"
+) -> NotifyTarget:
+    return NotifyTarget.objects.create(name=name, url=url)
+
+
+def watch(baseline: Capture, *, targets=(), role: str | None = None, **fields) -> Watch:
+    made = Watch.objects.create(
+        run=baseline.run,
+        role=baseline.process.role if role is None else role,
+        baseline=baseline,
+        **fields,
+    )
+    made.targets.set(targets)
+    return made
+
+
+# --- share series (profiles/series.py) and downloads -------------------------------------
 
 
 def local_host() -> Host:
-    return Host.objects.get_or_create(name="local", defaults={"transport": "local"})[0]
+    """The flamedeck server itself (made by a migration)."""
+    return host("local")
 
 
 def share_stats(
@@ -43,12 +124,12 @@ def share_stats(
     }
 
 
-def ranked_processes(run: Run, count: int, *, host: Host | None = None, role: str = "rank-{}"):
+def ranked_processes(run: Run, count: int, *, host_: Host | None = None, role: str = "rank-{}"):
     """`count` processes of `run`, roles rank-0, rank-1, … (or `role` for all when it
     has no `{}`), pids 1000 + i."""
-    host = host or local_host()
+    on = host_ or local_host()
     return RunProcess.objects.bulk_create(
-        RunProcess(run=run, host=host, pid=1000 + i, role=role.format(i)) for i in range(count)
+        RunProcess(run=run, host=on, pid=1000 + i, role=role.format(i)) for i in range(count)
     )
 
 
@@ -58,25 +139,13 @@ def done_capture(
     process: RunProcess | None = None,
     shares: dict[str, float],
     at: datetime | None = None,
-    group: CaptureGroup | None = None,
-    original_name: str = "",
+    **fields,
 ) -> Capture:
-    """A done capture of `process` (or an import when None) finished at `at`."""
-    at = at or timezone.now()
-    capture = Capture.objects.create(
-        run=run or (process.run if process else None),
-        process=process,
-        host=process.host if process else None,
-        pid=process.pid if process else None,
-        group=group,
-        kind=Capture.Kind.RECORD if process else Capture.Kind.IMPORT,
-        status=Capture.Status.DONE,
-        stats=share_stats(shares),
-        original_name=original_name,
-    )
-    Capture.objects.filter(pk=capture.pk).update(queued_at=at, finished_at=at)
-    capture.queued_at = capture.finished_at = at
-    return capture
+    """A done capture whose categories have these shares, finished at `at` (now by
+    default); with no process, an import (give `original_name`)."""
+    ago = (timezone.now() - at).total_seconds() / 60 if at else 0
+    kind = Capture.Kind.RECORD if process else Capture.Kind.IMPORT
+    return capture(process, share_stats(shares), minutes_ago=ago, run_=run, kind=kind, **fields)
 
 
 def whole_job_capture(
