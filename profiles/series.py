@@ -62,20 +62,23 @@ class TrendSeries(TypedDict):
 
 
 class MeasureSamples(Func):
-    """`[[name, samples], …]` of a stored stats list (categories or keywords), built in
+    """`[[names…], [samples…]]` of a stored stats list (categories or keywords), built in
     the database: the lists' callers, most of their size, never reach Python (decoding
-    them cost 0.8 ms a capture)."""
+    them cost 0.8 ms a capture; on PostgreSQL two jsonpath arrays take a quarter of
+    the time of unnesting the list)."""
 
     output_field = JSONField()
     POSTGRESQL = (
-        "(SELECT jsonb_agg(jsonb_build_array(e.value->'%(key)s', e.value->'samples')"
-        " ORDER BY e.ordinality)"
-        " FROM jsonb_array_elements((%(expressions)s)->'%(list_name)s') WITH ORDINALITY AS e)"
+        "jsonb_build_array("
+        "jsonb_path_query_array(%(expressions)s, '$.%(list_name)s[*].%(key)s'),"
+        " jsonb_path_query_array(%(expressions)s, '$.%(list_name)s[*].samples'))"
     )
     SQLITE = (
-        "(SELECT json_group_array(json_array("
-        "json_extract(e.value, '$.%(key)s'), json_extract(e.value, '$.samples')))"
-        " FROM json_each(%(expressions)s, '$.%(list_name)s') AS e)"
+        "json_array("
+        "(SELECT json_group_array(json_extract(e.value, '$.%(key)s'))"
+        " FROM json_each(%(expressions)s, '$.%(list_name)s') AS e),"
+        " (SELECT json_group_array(json_extract(e.value, '$.samples'))"
+        " FROM json_each(%(expressions)s, '$.%(list_name)s') AS e))"
     )
 
     def __init__(self, kind: str) -> None:
@@ -132,10 +135,15 @@ def measured_captures(
     )
     found = [Measured(*row) for row in rows[:limit]]
     return [
-        c._replace(sample_count=int(c.sample_count), measures=c.measures or [])
+        c._replace(sample_count=int(c.sample_count), measures=_pairs(c.measures))
         for c in found
         if c.sample_count and int(c.sample_count)
     ]
+
+
+def _pairs(arrays: list[list[Any]] | None) -> list[tuple[str, int]]:
+    names, samples = arrays or ([], [])
+    return list(zip(names, samples, strict=True))
 
 
 def share(capture: Measured, kind: str, name: str) -> engine.ShareSide | None:
