@@ -4,7 +4,6 @@ Everyone logged in sees these pages; creating and editing needs the launch
 permission (operators). Captures are launched from the pages through the JSON API.
 """
 
-from collections import defaultdict
 from functools import wraps
 from typing import Any
 
@@ -13,9 +12,8 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce, DenseRank, RowNumber
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -24,7 +22,7 @@ from config.params import query_id, query_page
 from profiles.forms import ImportForm
 from profiles.models import Capture
 from profiles.selectors import capture_rows, lag_history
-from profiles.series import Measured, measured_captures, spark_series
+from profiles.series import spark_series
 
 from . import selectors, services
 from .forms import AttachTreeForm, HostForm, RunForm, RunProcessForm
@@ -34,8 +32,8 @@ from .permissions import can_administer_hosts, can_launch, redact_check
 RUNS_PER_PAGE = 25
 CAPTURES_PER_PAGE = 50
 HOST_CAPTURES = 20
-SPARK_UNITS = 12
 SPARK_CATEGORIES = 3
+LATEST_FIELDS = ("pk", "status", "queued_at", "verdict")
 CAPTURE_DEFAULTS = {
     "duration": 30,
     "rate": 20,
@@ -110,47 +108,29 @@ def _filtered_runs(params) -> QuerySet[Run]:
     count = (
         Capture.objects.filter(run=OuterRef("pk")).values("run").annotate(c=Count("pk")).values("c")
     )
-    return runs.distinct().annotate(capture_count=Subquery(count))
+    newest = Capture.objects.filter(run=OuterRef("pk")).order_by("-queued_at")
+    newest = newest.annotate(verdict=KT("stats__lag__verdict"))
+    latest = {f"latest_{f}": Subquery(newest.values(f)[:1]) for f in LATEST_FIELDS}
+    return runs.distinct().annotate(capture_count=Subquery(count), **latest)
 
 
-def _latest_captures(run_ids: list[int]) -> dict[int, dict]:
-    """Each run's newest capture, whatever its status."""
-    newest = (
-        Capture.objects.filter(run_id__in=run_ids)
-        .annotate(rn=Window(RowNumber(), partition_by=F("run_id"), order_by=F("queued_at").desc()))
-        .filter(rn=1)
-        .values("pk")
-    )
-    # Stats are read for these rows only, not for every row the window ranks.
-    rows = Capture.objects.filter(pk__in=newest).annotate(verdict=KT("stats__lag__verdict"))
-    values = rows.values("pk", "run_id", "status", "queued_at", "verdict")
-    return {row["run_id"]: row for row in values}
-
-
-def _recent_units(run_ids: list[int]) -> dict[int, list[Measured]]:
-    """The done captures of each run's last SPARK_UNITS captures, a whole-job capture
-    counting as one (all its ranks come), oldest first."""
-    unit_at = Coalesce(F("group__created_at"), F("queued_at"))
-    order = [unit_at.desc(), F("group_id").desc(nulls_last=True)]
-    recent = (
-        Capture.objects.filter(run_id__in=run_ids, status=Capture.Status.DONE)
-        .annotate(unit=Window(DenseRank(), partition_by=F("run_id"), order_by=order))
-        .filter(unit__lte=SPARK_UNITS)
-        .values("pk")
-    )
-    by_run: dict[int, list[Measured]] = defaultdict(list)
-    for capture in measured_captures(Capture.objects.filter(pk__in=recent).order_by("queued_at")):
-        by_run[capture.run_id].append(capture)
-    return by_run
-
-
-def sparkline(captures: list[Measured], width: int = 120, height: int = 26) -> dict | None:
-    """Polylines of the main categories' shares in one series (the whole job's, or the
-    rank captured most: never a line through two ranks), oldest to newest."""
-    if not captures:
+def _latest(run: Run) -> dict | None:
+    """The run's newest capture, whatever its status (annotated by _filtered_runs)."""
+    if run.latest_pk is None:
         return None
-    name, points = spark_series(captures)
-    main = list(dict.fromkeys(c for point in points for c in point))[:SPARK_CATEGORIES]
+    return {f: getattr(run, f"latest_{f}") for f in LATEST_FIELDS}
+
+
+def sparkline(
+    series: tuple[str, list[dict[str, float]]] | None, width: int = 120, height: int = 26
+) -> dict | None:
+    """Polylines of the main categories' shares in one series (the whole job's, or one
+    rank's: never a line through two ranks), oldest to newest."""
+    if not series:
+        return None
+    name, points = series
+    main = sorted({c for p in points for c in p}, key=lambda c: -sum(p.get(c, 0) for p in points))
+    main = main[:SPARK_CATEGORIES]
     top = max([point.get(c, 0) for point in points for c in main] + [1])
     step = width / max(len(points) - 1, 1)
     lines = []
@@ -159,9 +139,8 @@ def sparkline(captures: list[Measured], width: int = 120, height: int = 26) -> d
             f"{i * step:.1f},{height - 2 - point.get(category, 0) / top * (height - 4):.1f}"
             for i, point in enumerate(points)
         ]
-        lines.append(
-            {"category": category, "points": " ".join(xy), "last": points[-1].get(category, 0)}
-        )
+        last = points[-1].get(category, 0)
+        lines.append({"category": category, "points": " ".join(xy), "last": last})
     return {"series": name, "lines": lines, "count": len(points)}
 
 
@@ -169,9 +148,9 @@ def sparkline(captures: list[Measured], width: int = 120, height: int = 26) -> d
 def run_list(request):
     page = Paginator(_filtered_runs(request.GET), RUNS_PER_PAGE).get_page(query_page(request.GET))
     run_ids = [run.pk for run in page.object_list]
-    latest, recent = _latest_captures(run_ids), _recent_units(run_ids)
+    recent = spark_series(run_ids)
     rows = [
-        {"run": run, "latest": latest.get(run.pk), "spark": sparkline(recent.get(run.pk, []))}
+        {"run": run, "latest": _latest(run), "spark": sparkline(recent.get(run.pk))}
         for run in page.object_list
     ]
     context = {

@@ -271,3 +271,14 @@ def test_the_sparkline_escapes_a_role(teammate_client):
     done_capture(process=process, shares={"gil": 3}, at=minutes_ago(1))
     html = teammate_client.get(reverse("runs:run_list")).content.decode()
     assert "&lt;img src=x onerror=alert(1)&gt;:" in html and "<img src=x" not in html
+
+
+def test_the_runs_list_names_the_newest_capture_whatever_its_status(teammate_client):
+    run = Run.objects.create(name="busy")
+    (process,) = ranked_processes(run, 1)
+    done_capture(process=process, shares={"gil": 3}, at=minutes_ago(5))
+    queued = Capture.objects.create(run=run, process=process, host=process.host, pid=process.pid)
+    rows = teammate_client.get(reverse("runs:run_list")).context["rows"]
+    (row,) = [r for r in rows if r["run"].pk == run.pk]
+    assert (row["latest"]["pk"], row["latest"]["status"]) == (queued.pk, "queued")
+    assert row["spark"]["count"] == 1  # the sparkline draws done captures only
