@@ -22,7 +22,7 @@ from config.params import query_id, query_page
 from profiles.forms import ImportForm
 from profiles.models import Capture
 from profiles.selectors import capture_rows, lag_history
-from profiles.series import spark_series
+from profiles.sparklines import spark_series
 
 from . import selectors, services
 from .forms import AttachTreeForm, HostForm, RunForm, RunProcessForm
