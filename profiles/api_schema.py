@@ -19,6 +19,7 @@ from config.api_schema import (
     list_and_create,
 )
 from profiles.models import Capture
+from profiles.pyspy.states import STATES
 
 CAPTURES, GROUPS, COMPARE = ["captures"], ["whole-job captures"], ["compare"]
 VERDICTS = ["ok", "degraded", "unreliable"]
@@ -56,12 +57,29 @@ class CategoryStatSerializer(ShareSerializer):
     category = s.CharField(help_text="The category; a sample counts once per category.")
 
 
+class StateStatSerializer(s.Serializer):
+    state = s.ChoiceField(STATES, help_text="The thread state (docs/states.md).")
+    samples = s.IntegerField(help_text="Samples in this state; a list's samples add up.")
+    percent = s.FloatField(help_text="Share of the list's scope (capture or thread), 0–100.")
+    user_callers = FrameStatSerializer(
+        many=True, help_text="Nearest frame of the user's own code where the state began."
+    )
+
+
 class ThreadStatSerializer(s.Serializer):
     name = s.CharField(help_text="The thread's name as py-spy reported it.")
     tid = s.JSONField(help_text="The thread id (a number, or py-spy's hex text).")
     pid = s.IntegerField(allow_null=True, help_text="The process (with --subprocesses).")
     samples = s.IntegerField(help_text="The thread's samples.")
     percent = s.FloatField(help_text="Share of all samples, 0–100.")
+    states = StateStatSerializer(
+        many=True, required=False, help_text="The thread's samples per state, all eleven."
+    )
+    active_percent = s.FloatField(
+        allow_null=True,
+        required=False,
+        help_text="Its samples over py-spy's sampling rounds, 0–100; null: rounds unknown.",
+    )
 
 
 class LagPointSerializer(s.Serializer):
@@ -111,10 +129,20 @@ class StatsSerializer(s.Serializer):
     lag = LagSerializer(
         required=False, allow_null=True, help_text="Whether py-spy kept up (with its log)."
     )
-    states = s.ListField(
-        child=s.DictField(),
+    states = StateStatSerializer(
+        many=True,
         required=False,
-        help_text="Samples per thread state (compute, gpu_sync, …); see docs/states.md.",
+        help_text="Samples per thread state, all eleven in order; see docs/states.md.",
+    )
+    idle_included = s.BooleanField(
+        allow_null=True,
+        required=False,
+        help_text="Whether blocked threads were sampled (py-spy --idle); null: unknown.",
+    )
+    rounds = s.IntegerField(
+        allow_null=True,
+        required=False,
+        help_text="py-spy's sampling rounds, for active_percent; null: unknown.",
     )
     findings = s.ListField(
         child=s.DictField(), required=False, help_text="What to look at first; docs/findings.md."

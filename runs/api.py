@@ -74,6 +74,7 @@ class RunSerializer(serializers.ModelSerializer):
             "started_at",
             "ended_at",
             "created_at",
+            "library_paths",
         ]
         extra_kwargs = schema.described(schema.RUN_FIELDS)
 
@@ -149,6 +150,10 @@ def run_list(request):
             description=serializer.validated_data.get("description", ""),
             tags=request.data.get("tags", "") if isinstance(request.data.get("tags"), str) else "",
         )
+        if serializer.validated_data.get("library_paths"):
+            services.run_library_paths_save(
+                run=run, library_paths=serializer.validated_data["library_paths"]
+            )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
     runs = Run.objects.prefetch_related("tags")[:200]
     return Response(RunSerializer(runs, many=True).data)
@@ -157,9 +162,14 @@ def run_list(request):
 @schema.run_detail(RunSerializer)
 @api(["GET", "PATCH"])
 def run_detail(request, pk: int):
-    """The run with its processes; PATCH stores `capture_settings` ("Capture all")."""
+    """The run with its processes; PATCH stores `capture_settings` ("Capture all")
+    and/or `library_paths` (what the analysis counts as library code)."""
     run = get_object_or_404(Run.objects.prefetch_related("tags"), pk=pk)
-    if request.method == "PATCH":
+    if request.method == "PATCH" and "library_paths" in request.data:
+        _save_library_paths(run, request.data)
+    if request.method == "PATCH" and (
+        "capture_settings" in request.data or "library_paths" not in request.data
+    ):
         if not isinstance(request.data.get("capture_settings"), dict):
             raise ValidationError({"capture_settings": ["give an object of capture settings"]})
         try:
@@ -170,6 +180,14 @@ def run_detail(request, pk: int):
             raise _invalid(exc) from None
         services.run_capture_settings_save(run=run, settings_=cleaned)
     return Response(run_json(run))
+
+
+def _save_library_paths(run: Run, data: object) -> None:
+    serializer = RunSerializer(run, data={"library_paths": data["library_paths"]}, partial=True)  # type: ignore[index]
+    serializer.is_valid(raise_exception=True)
+    services.run_library_paths_save(
+        run=run, library_paths=serializer.validated_data.get("library_paths", "")
+    )
 
 
 def _host_or_400(value: object) -> Host:

@@ -9,6 +9,21 @@ from django.utils.deconstruct import deconstructible
 from config.params import pid_validators
 from runs.remote import model as remote_checks
 
+MAX_LIBRARY_ENTRIES, MAX_LIBRARY_ENTRY = 200, 300
+
+
+def validate_library_paths(value: str) -> None:
+    """At most 200 lines of at most 300 printable characters (a run's library paths)."""
+    lines = [line.strip() for line in value.splitlines() if line.strip()]
+    if len(lines) > MAX_LIBRARY_ENTRIES:
+        raise ValidationError(f"at most {MAX_LIBRARY_ENTRIES} library entries, one per line")
+    for line in lines:
+        if len(line) > MAX_LIBRARY_ENTRY or not line.isprintable():
+            raise ValidationError(
+                f"each library entry is one printable line of at most {MAX_LIBRARY_ENTRY} "
+                f"characters: {line[:60]!r}"
+            )
+
 
 class Tag(models.Model):
     """A short label shared by runs and captures (e.g. baseline, after-fix)."""
@@ -165,6 +180,14 @@ class Run(models.Model):
     register_key = models.CharField(
         max_length=200, null=True, blank=True, unique=True, editable=False
     )
+    # Code that is not the team's own, beyond the standard library and well-known
+    # packages: one package name or path prefix per line (profiles/pyspy/usercode.py).
+    library_paths = models.TextField(
+        blank=True,
+        validators=[validate_library_paths],
+        help_text="Library code, not yours: one package name or path prefix per line "
+        "(e.g. megatron, src/vendor/, /opt/venv/). Findings point past it to your code.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -175,6 +198,11 @@ class Run(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("runs:run_detail", args=[self.pk])
+
+    @property
+    def library_entries(self) -> tuple[str, ...]:
+        """`library_paths` as the analysis wants them: one entry per non-blank line."""
+        return tuple(line.strip() for line in self.library_paths.splitlines() if line.strip())
 
 
 class RunProcess(models.Model):

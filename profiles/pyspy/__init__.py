@@ -13,7 +13,9 @@ Input formats (detected from content; gzip and UTF-16/UTF-8 BOMs are accepted):
   per-thread stacks at one instant, for the dump view (`parse_dump`).
 - py-spy's stdout log, for the lag analysis (`analyze_lag`).
 Keywords are substrings, `=name`, `re:regex` or `X under Y` (keywords.py); each
-keyword and category reports its `python_callers` (matching.py).
+keyword and category reports its `python_callers` (matching.py) and `user_callers`.
+Every sample also gets one thread state (states.py, rules in state_rules.py) and
+each thread an `active_percent` over py-spy's sampling rounds (activity.py).
 Everything here is standard library only; no Django.
 """
 
@@ -35,6 +37,14 @@ from .profile import Profile  # noqa: E402
 from .raw import parse_raw_lines  # noqa: E402
 from .reading import parse_profile_text, read_profile  # noqa: E402
 from .sandwich import Sandwich, frames_like, sandwich  # noqa: E402, F401
+from .states import (  # noqa: E402
+    STATES,
+    StateRules,
+    UserCode,
+    default_state_rules,
+    is_user_frame,
+    load_state_rules,
+)
 from .threads import ThreadTables, combine_threads, thread_tables  # noqa: E402
 from .types import (  # noqa: E402
     CategoryStat,
@@ -45,12 +55,20 @@ from .types import (  # noqa: E402
     KeywordStat,
     LagPoint,
     LagReport,
+    StateStat,
     Stats,
     ThreadStat,
 )
 
 __all__ = [
     "GPU_KEYWORDS",
+    "STATES",
+    "StateRules",
+    "StateStat",
+    "UserCode",
+    "default_state_rules",
+    "is_user_frame",
+    "load_state_rules",
     "AnalysisOptions",
     "CategoryStat",
     "DumpFrame",

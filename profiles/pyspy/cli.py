@@ -22,6 +22,7 @@ from .keywords import load_keywords
 from .lag import analyze_lag
 from .profile import Profile
 from .reading import read_profile
+from .rule_table import load_state_rules
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -52,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--thread", action="append", help="only this thread name or tid (repeatable)")
     an.add_argument("--top", type=int, default=50, help="length of the top lists (>= 30)")
     an.add_argument("--no-flamegraph", action="store_true")
+    an.add_argument("--state-rules", help="extra thread-state rules (JSON or `state: name` lines)")
+    an.add_argument(
+        "--library",
+        action="append",
+        default=[],
+        help="package or path prefix that is library code, not yours (repeatable)",
+    )
+    an.add_argument(
+        "--idle",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="py-spy recorded with (--idle) or without (--no-idle) idle samples; default: infer",
+    )
     ex = sub.add_parser("export", help="convert a raw/speedscope file")
     ex.add_argument("file")
     ex.add_argument("--to", choices=["folded", "speedscope"], required=True)
@@ -89,6 +103,9 @@ def _analyze(args: argparse.Namespace) -> None:
         threads=frozenset(args.thread) if args.thread else None,
         top_n=args.top,
         include_flamegraph=not args.no_flamegraph,
+        state_rules=load_state_rules(args.state_rules) if args.state_rules else None,
+        library=tuple(args.library),
+        idle=args.idle,
     )
     log_text = _read_text(args.log) if args.log else None
     profile = read_profile(args.file)

@@ -23,18 +23,41 @@ class FlameNode(TypedDict):
     pruned_frames: NotRequired[int]
 
 
+class FrameStat(TypedDict):
+    frame: str
+    samples: int
+    percent: float
+
+
+# --- thread states (owned by the states engine: states.py, activity.py) ---
+
+
+class StateStat(TypedDict):
+    """One state of states.STATES: its samples and where they come from in user code.
+
+    `percent` is of the samples of the list's scope (the capture, or one thread);
+    `user_callers`: the nearest user-code frame at or above the frame where the state
+    began, once per sample, percent of the same scope, top 10, ties by frame;
+    "(no user frame)" when there is none.
+    """
+
+    state: str
+    samples: int
+    percent: float
+    user_callers: list[FrameStat]
+
+
 class ThreadStat(TypedDict):
+    """`states` add up to `samples`; `active_percent` is samples over the sampling rounds
+    (None when the rounds are unknown; activity.py)."""
+
     name: str
     tid: int | str
     pid: int | None
     samples: int
     percent: float
-
-
-class FrameStat(TypedDict):
-    frame: str
-    samples: int
-    percent: float
+    states: list[StateStat]
+    active_percent: float | None
 
 
 class KeywordStat(TypedDict):
@@ -50,6 +73,8 @@ class KeywordStat(TypedDict):
     samples: int
     percent: float
     python_callers: list[FrameStat]
+    user_callers: list[FrameStat]
+    """Like python_callers, but the nearest user-code frame (usercode.py)."""
 
 
 class CategoryStat(TypedDict):
@@ -59,6 +84,7 @@ class CategoryStat(TypedDict):
     samples: int
     percent: float
     python_callers: list[FrameStat]
+    user_callers: list[FrameStat]
 
 
 class LagPoint(TypedDict):
@@ -98,6 +124,12 @@ class Stats(TypedDict):
     keywords: list[KeywordStat]
     categories: list[CategoryStat]
     uncovered_native: list[FrameStat]
+    states: list[StateStat]
+    """Every state of states.STATES in order, zeros included; samples add up to total."""
+    idle_included: bool | None
+    """Whether samples of blocked threads are present (py-spy --idle); None: unknown."""
+    rounds: int | None
+    """The sampling rounds active_percent is measured against; None: unknown."""
     flamegraph: NotRequired[FlameNode]
     lag: NotRequired[LagReport | None]
 
