@@ -33,6 +33,7 @@ from .capture_files import (
 from .capture_files import read_flamegraph as read_flamegraph
 from .capture_files import read_log as read_log
 from .capture_files import read_thread_tables as read_thread_tables
+from .group_report import group_report_after
 from .models import Capture, KeywordSet
 from .signals import capture_analysed
 from .states import (
@@ -77,9 +78,10 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
     else:
         capture_transition(capture_id=capture.pk, to=final)
         capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
-        return
+        return group_report_after(capture=capture)
     message = f"{reason} The raw file and log are kept."
     capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)
+    group_report_after(capture=capture)
 
 
 def _analysis_failure(exc: Exception) -> str:
@@ -135,6 +137,8 @@ def _analyze_samples(
     with local_copy(capture.raw_file) as path:
         profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
+    if capture.run_id and capture.run.step_thread_names:  # the run says which threads step
+        stats["findings"] = pyspy.findings_for_capture(stats, capture.run.step_thread_names)
     tree = stats.pop("flamegraph")
     tables = dict(pyspy.thread_tables(profile, keywords, options=options, lag=stats.get("lag")))
     title = f"capture #{capture.pk} {capture.target_label}"  # speedscope shows it

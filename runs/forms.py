@@ -32,6 +32,7 @@ class RunForm(forms.ModelForm):
             "ended_at",
             "schedule_every_min",
             "library_paths",
+            "step_threads",
         ]
         widgets = {
             "description": forms.Textarea(attrs={"rows": 3}),

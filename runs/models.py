@@ -1,5 +1,7 @@
 """Hosts a team profiles on, training runs, and the processes that make up a run."""
 
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -23,6 +25,12 @@ def validate_library_paths(value: str) -> None:
                 f"each library entry is one printable line of at most {MAX_LIBRARY_ENTRY} "
                 f"characters: {line[:60]!r}"
             )
+
+
+def validate_step_threads(value: str) -> None:
+    """Printable thread names (or tids), separated by commas or spaces."""
+    if not value.isprintable():
+        raise ValidationError("thread names are printable text, separated by commas")
 
 
 class Tag(models.Model):
@@ -189,6 +197,16 @@ class Run(models.Model):
         "(e.g. megatron, src/vendor/, /opt/venv/). Findings point past it to your code.",
     )
 
+    # The threads that run the training step, when the whole-job report should not
+    # guess them (profiles/pyspy/findings.py step_threads): names or tids.
+    step_threads = models.CharField(
+        max_length=300,
+        blank=True,
+        validators=[validate_step_threads],
+        help_text="Threads that run the training step, comma-separated (default: the "
+        "threads that make collective calls).",
+    )
+
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "-created_at"])]
@@ -198,6 +216,11 @@ class Run(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("runs:run_detail", args=[self.pk])
+
+    @property
+    def step_thread_names(self) -> tuple[str, ...]:
+        """`step_threads` as a tuple of names (split on commas and whitespace)."""
+        return tuple(name for name in re.split(r"[,\s]+", self.step_threads) if name)
 
     @property
     def library_entries(self) -> tuple[str, ...]:

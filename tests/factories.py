@@ -1,6 +1,6 @@
 """Object builders for tests: one place that knows how to make a run, a process, a
-done capture with stats, a whole-job capture, a stored flamegraph tree, a notification
-target and a watch."""
+done capture with stats, a notification target, a watch, a whole-job run and capture, and
+a stored flamegraph tree."""
 
 from __future__ import annotations
 
@@ -91,12 +91,22 @@ def watch(baseline: Capture, *, targets=(), role: str | None = None, **fields) -
     return made
 
 
-# --- share series (profiles/series.py) and downloads -------------------------------------
+FIRST_PID = 4000
+"""Processes of `job_run` have pids FIRST_PID + rank."""
 
 
 def local_host() -> Host:
-    """The flamedeck server itself (made by a migration)."""
-    return host("local")
+    return Host.objects.get_or_create(name="local", defaults={"transport": "local"})[0]
+
+
+def job_run(*, ranks: int, name: str = "gloo-job", host_: Host | None = None) -> Run:
+    """A run with `ranks` processes on one host (the local one), roles rank-0, rank-1, ..."""
+    made = Run.objects.create(name=name)
+    ranked_processes(made, ranks, host_=host_, first_pid=FIRST_PID)
+    return made
+
+
+# --- share series (profiles/series.py) and downloads -------------------------------------
 
 
 def share_stats(
@@ -124,12 +134,19 @@ def share_stats(
     }
 
 
-def ranked_processes(run: Run, count: int, *, host_: Host | None = None, role: str = "rank-{}"):
-    """`count` processes of `run`, roles rank-0, rank-1, … (or `role` for all when it
-    has no `{}`), pids 1000 + i."""
+def ranked_processes(
+    run: Run,
+    count: int,
+    *,
+    host_: Host | None = None,
+    role: str = "rank-{}",
+    first_pid: int = 1000,
+) -> list[RunProcess]:
+    """`count` processes of `run` on one host (the local one), roles rank-0, rank-1, …
+    (or `role` for all when it has no `{}`), pids first_pid + i."""
     on = host_ or local_host()
     return RunProcess.objects.bulk_create(
-        RunProcess(run=run, host=on, pid=1000 + i, role=role.format(i)) for i in range(count)
+        RunProcess(run=run, host=on, pid=first_pid + i, role=role.format(i)) for i in range(count)
     )
 
 

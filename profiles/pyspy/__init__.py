@@ -16,6 +16,8 @@ Keywords are substrings, `=name`, `re:regex` or `X under Y` (keywords.py); each
 keyword and category reports its `python_callers` (matching.py) and `user_callers`.
 Every sample also gets one thread state (states.py, rules in state_rules.py) and
 each thread an `active_percent` over py-spy's sampling rounds (activity.py).
+Findings (findings.py) say what to change; job.py reports a whole job from one stats
+per rank: the straggler, classes of ranks and the job's findings.
 Everything here is standard library only; no Django.
 """
 
@@ -30,7 +32,9 @@ from .export import (  # noqa: E402
     tree_to_folded,
     trees_to_speedscope,
 )
+from .findings import findings_for_capture  # noqa: E402
 from .flamegraph import prune_flamegraph, select_threads  # noqa: E402
+from .job import analyze_job  # noqa: E402
 from .keywords import GPU_KEYWORDS, Keyword, keyword_problem, load_keywords  # noqa: E402
 from .lag import analyze_lag  # noqa: E402
 from .profile import Profile  # noqa: E402
@@ -61,6 +65,7 @@ from .types import (  # noqa: E402
 )
 
 __all__ = [
+    "findings_for_capture",
     "GPU_KEYWORDS",
     "STATES",
     "StateRules",
@@ -85,6 +90,7 @@ __all__ = [
     "ThreadStat",
     "ThreadTables",
     "analyze",
+    "analyze_job",
     "analyze_lag",
     "combine_threads",
     "keyword_problem",

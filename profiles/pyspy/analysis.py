@@ -22,8 +22,10 @@ from itertools import compress
 from typing import NamedTuple
 
 from .activity import BLOCKED, Activity, ThreadCount, active_percent, activity, thread_owners
+from .findings import findings_for_capture
 from .flamegraph import trie_flamegraph
 from .frames import ThreadFilter, parse_process
+from .functions import thread_functions
 from .keywords import GPU_KEYWORDS, Keyword
 from .lag import analyze_lag
 from .matching import (
@@ -129,6 +131,8 @@ def analyze(
         stats["flamegraph"] = trie_flamegraph(profile, view.total, view.sizes, options.max_nodes)
     if log_text is not None:
         stats["lag"] = lag
+    stats["thread_functions"] = thread_functions(profile, view.total, classified, stats["threads"])
+    stats["findings"] = findings_for_capture(stats)
     return stats
 
 

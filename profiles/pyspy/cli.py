@@ -1,4 +1,4 @@
-"""Command line: `python -m profiles.pyspy analyze|export|dump|lag ...`.
+"""Command line: `python -m profiles.pyspy analyze|export|dump|lag|job ...`.
 
 Exit 0 with JSON (or folded text) on stdout; exit 2 with one line on stderr when
 the input cannot be used. A bug still ends in one line (exit 1), never a traceback.
@@ -18,6 +18,7 @@ from .dump import parse_dump
 from .errors import ProfileError
 from .export import to_folded, to_speedscope
 from .frames import ThreadFilter
+from .jobcli import add_job_parser, run_job
 from .keywords import load_keywords
 from .lag import analyze_lag
 from .profile import Profile
@@ -73,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     dump.add_argument("file")
     lag = sub.add_parser("lag", help="lag report from py-spy's stdout")
     lag.add_argument("file")
+    add_job_parser(sub)
     return parser
 
 
@@ -164,6 +166,7 @@ _COMMANDS = {
     "export": _export,
     "dump": lambda a: _print_json(parse_dump(_read_text(a.file))),
     "lag": _lag,
+    "job": lambda a: run_job(a, _print_json),
 }
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from itertools import compress
 from typing import Any, TypedDict
 
+from . import functions
 from .activity import thread_owners
 from .analysis import (
     AnalysisOptions,
@@ -36,6 +37,7 @@ from .analysis import (
     state_list,
     thread_stat,
 )
+from .findings import findings_for_capture
 from .frames import ThreadFilter
 from .keywords import GPU_KEYWORDS, Keyword
 from .matching import (
@@ -154,6 +156,7 @@ def thread_tables(
     act = capture_activity(profile, classified, lag, options.idle, states)
     tables = _tables(profile, keywords, counts, states)
     tables["rounds"], tables["idle_included"] = act.rounds, act.idle_included
+    functions.add_to_tables(tables, profile, classified)  # type: ignore[arg-type]
     return tables
 
 
@@ -248,7 +251,7 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
         _named(_callers(chosen, key, size), frames, NO_USER_FRAME)
         for key, size in (("keyword_user_callers", n_kw), ("category_user_callers", n_cat))
     ]
-    return {
+    stats: Stats = {
         "format": tables["format"],  # type: ignore[typeddict-item]
         "total_samples": whole,
         "unique_stacks": sum(t["unique_stacks"] for t in chosen),
@@ -266,6 +269,9 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
         "idle_included": tables.get("idle_included"),
         "rounds": rounds,
     }
+    stats["thread_functions"] = functions.from_tables(chosen, thread_rows)  # type: ignore[arg-type]
+    stats["findings"] = findings_for_capture(stats)
+    return stats
 
 
 def _thread_row(

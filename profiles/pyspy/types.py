@@ -130,6 +130,8 @@ class Stats(TypedDict):
     """Whether samples of blocked threads are present (py-spy --idle); None: unknown."""
     rounds: int | None
     """The sampling rounds active_percent is measured against; None: unknown."""
+    thread_functions: NotRequired[list[ThreadFunctions]]
+    findings: NotRequired[list[Finding]]
     flamegraph: NotRequired[FlameNode]
     lag: NotRequired[LagReport | None]
 
@@ -162,3 +164,89 @@ class DumpThread(TypedDict):
     idle: bool | None
     gil: bool | None
     frames: list[DumpFrame]
+
+
+# --- whole-job report and findings (owned by jobfind: functions.py, findings.py, job.py) ---
+
+
+class FunctionStat(TypedDict):
+    """A user function (`name (file.py)`) on one thread: its samples, each sample once,
+    and `frame`, its line seen outermost in most samples (a flamegraph frame)."""
+
+    function: str
+    frame: str
+    samples: int
+
+
+class ThreadFunctions(TypedDict):
+    thread: str
+    tid: int | str
+    samples: int
+    functions: list[FunctionStat]
+
+
+class Finding(TypedDict):
+    """One finding (findings.py): `value` and `interval` (95%, Wilson) in the rule's unit,
+    percent of the step threads' samples for the share rules; reported only when the
+    whole interval is past `threshold`. `frames` are flamegraph frames to open."""
+
+    rule: str
+    severity: Literal["high", "medium", "info"]
+    title: str
+    value: float
+    interval: list[float]
+    threshold: float
+    frames: list[str]
+    user_callers: list[FrameStat]
+    advice: str
+    ranks: NotRequired[list[str]]
+
+
+class Explanation(TypedDict):
+    """What a rank does more than the others: a user function (`function`) or a state at
+    a user call site (`state`), in percent of step-thread samples; `delta` in points,
+    `interval` its 95% Newcombe interval (whole above 0)."""
+
+    frame: str
+    percent: float
+    others_percent: float
+    delta: float
+    interval: list[float]
+    function: NotRequired[str]
+    state: NotRequired[str]
+
+
+class Straggler(TypedDict):
+    """`wait_percent`: its step threads' share in collectives (without idle samples: in
+    collectives or blocked, of the sampling rounds); `others_wait_percent` the others'."""
+
+    name: str
+    wait_percent: float
+    others_wait_percent: float
+    explanation: list[Explanation]
+
+
+class JobRank(TypedDict):
+    """One rank: its step threads' states added up (`states`, percent of `samples`) and
+    every thread as the capture's stats list it (with `states`, `active_percent`)."""
+
+    name: str
+    step_threads: list[str]
+    detected_by: str
+    samples: int
+    states: list[StateStat]
+    threads: list[ThreadStat]
+
+
+class JobClass(TypedDict):
+    ranks: list[str]
+    label: str
+    states: list[dict[str, float | str]]
+    distinctive: Explanation | None
+
+
+class JobReport(TypedDict):
+    ranks: list[JobRank]
+    straggler: Straggler | None
+    classes: list[JobClass]
+    findings: list[Finding]
