@@ -141,7 +141,8 @@ def _analyze_samples(
         stats["findings"] = pyspy.findings_for_capture(stats, capture.run.step_thread_names)
     tree = stats.pop("flamegraph")
     tables = dict(pyspy.thread_tables(profile, keywords, options=options, lag=stats.get("lag")))
-    return stats, tree, tables, export_bytes(profile, capture.raw_format)
+    title = f"capture #{capture.pk} {capture.target_label}"  # speedscope shows it
+    return stats, tree, tables, export_bytes(profile, capture.raw_format, name=title)
 
 
 class StateRulesError(Exception):
