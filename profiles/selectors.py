@@ -173,7 +173,7 @@ def capture_sandwich(
     if tree is None:
         return None
     if hide_commands:
-        tree = redact.tree(tree)
+        tree = redact.redaction.hide(tree)
     if threads:
         tree = pyspy.select_threads(tree, threads)
     result: dict[str, Any] = dict(pyspy.sandwich(tree, frame))
