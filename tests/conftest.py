@@ -6,6 +6,8 @@ from django.contrib.auth.models import Group
 from runs.permissions import HOST_ADMINS_GROUP, OPERATORS_GROUP
 from tests.support.worker import WorkerProcess
 
+pytest_plugins = ["tests.support.ci"]
+
 
 @pytest.fixture
 def owner(django_user_model):
