@@ -104,7 +104,19 @@ def test_without_a_run_name_the_ranks_of_one_launcher_share_a_run(live_server, o
     assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1"]
 
 
-def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(live_server, owner):
+@pytest.fixture
+def sixteen_ranks():
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+             for _ in range(16)]  # fmt: skip
+    yield [p.pid for p in procs]
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(
+    live_server, owner, sixteen_ranks
+):
     import json
     import threading
     import urllib.request
@@ -113,7 +125,8 @@ def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(live_server
     barrier, codes = threading.Barrier(16), []
 
     def register(rank: int) -> None:
-        body = {"run": "burst", "host": "local", "pid": 7000 + rank, "role": f"rank-{rank}"}
+        pid = sixteen_ranks[rank]
+        body = {"run": "burst", "host": "local", "pid": pid, "role": f"rank-{rank}"}
         request = urllib.request.Request(  # noqa: S310 — the live server's http:// URL
             live_server.url + "/api/register/",
             data=json.dumps(body).encode(),
@@ -131,3 +144,4 @@ def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(live_server
     assert codes == [201] * 16
     run = Run.objects.get(name="burst")
     assert run.processes.count() == 16
+    assert run.processes.filter(alive=True, checked_at__isnull=False).count() == 16
