@@ -88,6 +88,7 @@ def process_row(capture: Capture) -> dict[str, Any]:
         "error": capture.error if failed else "",
         "error_cause": capture.error_cause if failed else "",
         "note": capture.note,
+        "python_only": bool(progress.get("python_only")),
     }
 
 

@@ -60,7 +60,8 @@
     const outlier = page.differs_most && page.differs_most.id;
     return page.rows.flatMap((row) => {
       const main = el("tr", { "data-capture": String(row.id), "data-status": row.status, class: row.id === outlier ? "outlier" : "" },
-        el("td", {}, el("a", { href: row.url }, row.label), row.id === outlier ? el("span", { class: "badge verdict-degraded differs-badge" }, "differs most") : null),
+        el("td", {}, el("a", { href: row.url }, row.label), row.id === outlier ? el("span", { class: "badge verdict-degraded differs-badge" }, "differs most") : null,
+          row.python_only ? el("span", { class: "badge verdict-degraded python-only", title: row.note || "" }, "Python-only") : null),
         statusCell(row),
         el("td", { class: "num", "data-cell": "elapsed", title: row.attaching ? ATTACHING_TITLE : null }, elapsedText(row)),
         lagCell(row),
