@@ -11,6 +11,7 @@ at `start_by` at the latest. Each capture records when its py-spy announced samp
 import logging
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -180,6 +181,7 @@ def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
     failed = _native_failures(captures, outcome)
     if failed:
         _python_only_again(host, [c for c in captures if c.pid in failed], outcome, failed)
+    _sampling_starts_from_the_host(captures, outcome)
     parsing = []
     for capture in captures:
         result, said = outcome.results[capture.pid], outcome.logs.get(capture.pid, "")
@@ -188,6 +190,18 @@ def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
         if _finish(capture, result, said, gpu_samples, span, native) == Status.PARSING:
             parsing.append(capture.pk)
     return parsing
+
+
+def _sampling_starts_from_the_host(captures: list[Capture], outcome: Any) -> None:
+    """Each rank's `sampling_started_at` as the host's clock saw py-spy's line (the
+    worker's reading, set live, also holds ssh's delay and the worker's scheduling);
+    across hosts this trusts their clocks to agree, as NTP keeps them."""
+    for capture in captures:
+        result = outcome.results[capture.pid]
+        facts = result.facts if isinstance(result, remote.RecordResult) else {}
+        if (at := remote.guard.sampling_at(facts)) is not None:
+            started = datetime.fromtimestamp(at, tz=UTC)
+            Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
 
 
 def _native_failures(captures: list[Capture], outcome: Any) -> dict[int, dict[str, Any]]:

@@ -147,9 +147,9 @@ def _beyond_noise(best: int, data: list, name: str) -> dict[str, Any] | None:
 
 
 def same_window(skew_s: float) -> bool:
-    """Whether the ranks sampled the same moments: every py-spy started sampling
-    within SAME_WINDOW_S of the others, whatever the duration (a longer capture does
-    not make a late start the same window)."""
+    """Whether the ranks sampled the same moments: every py-spy said it samples within
+    SAME_WINDOW_S of the others, by its host's clock (group_pipeline), whatever the
+    duration (a longer capture does not make a late start the same window)."""
     return skew_s <= SAME_WINDOW_S
 
 

@@ -168,3 +168,13 @@ def with_versions(error: RemoteError, facts: dict[str, str]) -> RemoteError:
     said += f", py-spy is {facts['py_spy']}" if facts.get("py_spy") else ""
     return RemoteError(error.cause, f"{error.message} ({said})", detail=error.detail,
                        transient=error.transient)  # fmt: skip
+
+
+_EPOCH = re.compile(r"\d{9,12}\.\d+\Z")
+
+
+def sampling_at(facts: dict[str, str]) -> float | None:
+    """The host's epoch time when py-spy said it samples (`date +%s.%N` in the
+    script), or None where the host's `date` gives no sub-second time."""
+    value = facts.get("sampling_at", "")
+    return float(value) if _EPOCH.match(value) else None

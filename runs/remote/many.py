@@ -53,7 +53,12 @@ for p in @PIDS@; do mkfifo "$dir/$p.fifo" || exit 1; done
 spies= taggers=
 for p in @PIDS@; do
   (
-    while IFS= read -r l || [ -n "$l" ]; do printf '%s %s\\n' "$p" "$l"; done <"$dir/$p.fifo"
+    while IFS= read -r l || [ -n "$l" ]; do
+      # The host's own clock when py-spy says it samples: the start skew is measured
+      # here, not where the worker reads the line after ssh and its own scheduling.
+      case $l in "@SAMPLING@"*) fd_fact "$p" "sampling_at=$(date +%s.%N 2>/dev/null)" ;; esac
+      printf '%s %s\\n' "$p" "$l"
+    done <"$dir/$p.fifo"
     printf '%s %s\\n' "$p" @EXITED@
   ) 3<&- &
   taggers="$taggers $!"
@@ -135,6 +140,7 @@ def record_many_script(
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
     body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
     body = body.replace("@WAITING@", WAITING).replace("@EXITED@", EXITED)
+    body = body.replace("@SAMPLING@", SAMPLING)
     head = _script_head(target) + guard.shell(settings.native)
     return head + body.replace("@MARKER@", END_MARKER)
 
