@@ -1,13 +1,11 @@
 """Contract 3 for runs: a run with its processes, attaching and detaching processes,
 ranks that register themselves, and who may do each."""
 
-import subprocess
-import sys
-
 import pytest
 
 from runs.models import Host, Run, RunProcess
 from runs.tokens import api_token_create
+from tests.support.procs import sleepers
 from tests.support.sshd import free_port
 
 pytestmark = pytest.mark.django_db
@@ -150,12 +148,8 @@ def test_an_operator_detaches_a_process(owner_client, run, local):
 
 @pytest.fixture
 def three_ranks():
-    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-             for _ in range(3)]  # fmt: skip
-    yield [p.pid for p in procs]
-    for proc in procs:
-        proc.kill()
-        proc.wait()
+    with sleepers(3) as pids:
+        yield pids
 
 
 def test_registration_creates_the_run_once_and_records_its_start(client, owner, local, three_ranks):

@@ -12,6 +12,7 @@ import pytest
 
 from runs.models import Run
 from runs.tokens import api_token_create
+from tests.support.procs import sleepers
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -106,12 +107,8 @@ def test_without_a_run_name_the_ranks_of_one_launcher_share_a_run(live_server, o
 
 @pytest.fixture
 def sixteen_ranks():
-    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-             for _ in range(16)]  # fmt: skip
-    yield [p.pid for p in procs]
-    for proc in procs:
-        proc.kill()
-        proc.wait()
+    with sleepers(16) as pids:
+        yield pids
 
 
 def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(
