@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import broker, tasks
+from . import broker, tasks, watch_tasks
 from .models import Capture, CaptureGroup
 from .states import capture_mark_failed
 
@@ -74,3 +74,16 @@ def group_enqueue(*, group: CaptureGroup) -> None:
 
 def group_enqueue_on_commit(*, group: CaptureGroup) -> None:
     transaction.on_commit(lambda: group_enqueue(group=group), robust=True)
+
+
+def judge_enqueue(*, capture_id: int) -> None:
+    """Judge a done capture against the watches of its rank (analysis queue). A broker
+    that cannot be reached skips it: the capture stays unjudged, nothing is lost."""
+    try:
+        broker.send(watch_tasks.judge_capture, args=[capture_id])
+    except broker.QueueUnavailable as exc:
+        log.warning("capture %s is not judged against its watches: %s", capture_id, exc)
+
+
+def judge_enqueue_on_commit(*, capture_id: int) -> None:
+    transaction.on_commit(lambda: judge_enqueue(capture_id=capture_id), robust=True)

@@ -56,6 +56,9 @@ class CaptureGroup(models.Model):
     hosts_total = models.PositiveIntegerField(default=0)
     hosts_settled = models.PositiveIntegerField(default=0)
     start_by = models.DateTimeField(null=True, blank=True)
+    # The whole-job report (profiles/pyspy/job.py: ranks, straggler, classes, findings),
+    # computed from the ranks' stored stats once every rank has ended; null before.
+    job_report = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -270,3 +273,7 @@ class Artifact(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# Regression watches (docs/watches.md): their own module, registered with this app here.
+from .watch_models import Alert, Delivery, Judgement, NotifyTarget, Watch  # noqa: E402, F401

@@ -7,6 +7,7 @@ Raw output and log are stored before parsing, so a parse failure loses nothing.
 import gzip
 import json
 import logging
+import os
 import re
 import socket
 import time
@@ -32,8 +33,10 @@ from .capture_files import (
 from .capture_files import read_flamegraph as read_flamegraph
 from .capture_files import read_log as read_log
 from .capture_files import read_thread_tables as read_thread_tables
+from .group_report import group_report_after
 from .models import Capture, KeywordSet
 from .record_notes import native_failure, record_note
+from .signals import capture_analysed
 from .states import (
     Status,
     capture_claim,
@@ -66,6 +69,8 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
     Capture.objects.filter(pk=capture.pk).update(heartbeat_at=timezone.now())
     try:
         _analyze_and_store(capture)
+    except StateRulesError as exc:
+        reason = str(exc)
     except pyspy.ProfileError as exc:
         reason = f"Could not parse py-spy's output: {exc}."
     except Exception as exc:  # whatever it is, the capture must not stay in "parsing"
@@ -73,9 +78,11 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
         reason = _analysis_failure(exc)
     else:
         capture_transition(capture_id=capture.pk, to=final)
-        return
+        capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
+        return group_report_after(capture=capture)
     message = f"{reason} The raw file and log are kept."
     capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)
+    group_report_after(capture=capture)
 
 
 def _analysis_failure(exc: Exception) -> str:
@@ -121,14 +128,46 @@ def _analyze_samples(
         raise pyspy.ProfileError("py-spy wrote no samples")
     keywords = keywords_for(capture.keyword_set)
     options = pyspy.AnalysisOptions(
-        keywords=keywords, max_nodes=settings.FLAMEDECK_FLAMEGRAPH_NODES
+        keywords=keywords,
+        max_nodes=settings.FLAMEDECK_FLAMEGRAPH_NODES,
+        state_rules=state_rules_configured(),
+        library=capture.run.library_entries if capture.run_id else (),
+        # py-spy's --gil keeps only the GIL holder: blocked threads are missing then too.
+        idle=capture.idle and not capture.gil if capture.kind == Capture.Kind.RECORD else None,
     )
     with local_copy(capture.raw_file) as path:
         profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
+    if capture.run_id and capture.run.step_thread_names:  # the run says which threads step
+        stats["findings"] = pyspy.findings_for_capture(stats, capture.run.step_thread_names)
     tree = stats.pop("flamegraph")
-    tables = dict(pyspy.thread_tables(profile, keywords))
+    tables = dict(pyspy.thread_tables(profile, keywords, options=options, lag=stats.get("lag")))
     return stats, tree, tables, export_bytes(profile, capture.raw_format)
+
+
+class StateRulesError(Exception):
+    """FLAMEDECK_STATE_RULES names a file the engine cannot use (the message says why)."""
+
+
+_STATE_RULES: dict[tuple[str, float], pyspy.StateRules] = {}
+
+
+def state_rules_configured() -> pyspy.StateRules | None:
+    """The rules of FLAMEDECK_STATE_RULES (reloaded when the file changes), or None."""
+    path = settings.FLAMEDECK_STATE_RULES
+    if not path:
+        return None
+    try:
+        key = (path, os.stat(path).st_mtime)
+        if key not in _STATE_RULES:
+            _STATE_RULES.clear()
+            _STATE_RULES[key] = pyspy.load_state_rules(path)
+    except OSError as exc:
+        reason = f"cannot read it ({exc.strerror})"
+        raise StateRulesError(f"FLAMEDECK_STATE_RULES={path}: {reason}.") from None
+    except pyspy.ProfileError as exc:
+        raise StateRulesError(f"FLAMEDECK_STATE_RULES cannot be used: {exc}.") from None
+    return _STATE_RULES[key]
 
 
 def _analyze_dump(capture: Capture) -> dict[str, Any]:

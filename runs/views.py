@@ -242,7 +242,13 @@ def _save_run(form: RunForm, user) -> Run:
             tags=data["tags_text"],
             status=data["status"],
         )
-        for field in ("started_at", "ended_at", "schedule_every_min"):
+        for field in (
+            "started_at",
+            "ended_at",
+            "schedule_every_min",
+            "library_paths",
+            "step_threads",
+        ):
             if data.get(field) is not None:  # keep run_create's start time unless one was given
                 setattr(run, field, data[field])
         run.save()
