@@ -88,7 +88,22 @@ print(f"py-spy> Wrote raw flamegraph data to '{out}'. Samples: 0 Errors: {errors
     "stops_target": """
 if args[:1] != ["record"]:
     os.execv(REAL, [REAL, *args])
-passthrough(after=lambda: os.kill(int(arg("--pid")), signal.SIGSTOP))
+
+
+def leave_stopped():
+    # Stopped before this py-spy is gone, as a py-spy killed mid-sample leaves it (the
+    # signal lands when the target is next scheduled: wait for the T state).
+    pid = int(arg("--pid"))
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.01)
+
+
+passthrough(after=leave_stopped)
 """,
     "misses_exit": """
 if args[:1] != ["record"]:
