@@ -4,6 +4,7 @@ Pages read stored stats and never the raw samples: a thread filter sums the
 per-thread tables stored at analysis time.
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
@@ -87,7 +88,8 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
 
     The tables hold every count per thread, so this reads no raw samples and still
     works after the raw file was pruned. Lag is the whole process's (py-spy samples
-    all threads together), so it is kept from the full analysis.
+    all threads together) and so are the step threads: both are kept from the full
+    analysis.
     """
     if not threads or not capture.stats:
         return capture.stats
@@ -95,48 +97,16 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
     if tables is None:
         return None
     stats = dict(pyspy.combine_threads(tables, threads))
-    if "lag" in capture.stats:
-        stats["lag"] = capture.stats["lag"]
+    # Facts of the whole process: py-spy's lag, which threads run the step.
+    for key in ("lag", "step_threads"):
+        if key in capture.stats:
+            stats[key] = capture.stats[key]
     return stats
 
 
 def group_captures(*, group: CaptureGroup) -> list[Capture]:
     captures = group.captures.select_related("host", "process")
     return list(captures.order_by("process__role", "pk"))
-
-
-def group_rows(*, captures: list[Capture]) -> list[dict[str, Any]]:
-    """One row per process: category shares, lag verdict, samples, and how far its
-    category mix sits from the others' mean (the straggler stands out)."""
-    shares = [_category_shares(c) for c in captures]
-    categories = sorted({name for share in shares for name in share})
-    rows = []
-    for index, capture in enumerate(captures):
-        others = [s for i, s in enumerate(shares) if i != index and s]
-        distance = _distance(shares[index], others, categories) if shares[index] and others else 0.0
-        rows.append(
-            {
-                "capture": capture,
-                "shares": [shares[index].get(c, 0.0) for c in categories],
-                "distance": round(distance, 1),
-            }
-        )
-    if rows and max(r["distance"] for r in rows) > 0:
-        max(rows, key=lambda r: r["distance"])["outlier"] = True
-    return rows
-
-
-def _category_shares(capture: Capture) -> dict[str, float]:
-    stats = capture.stats or {}
-    return {c["category"]: c["percent"] for c in stats.get("categories", [])}
-
-
-def _distance(
-    own: dict[str, float], others: list[dict[str, float]], categories: list[str]
-) -> float:
-    """L1 distance in percentage points between a process and the mean of the others."""
-    mean = {c: sum(o.get(c, 0.0) for o in others) / len(others) for c in categories}
-    return sum(abs(own.get(c, 0.0) - mean[c]) for c in categories)
 
 
 def group_flamegraph(
@@ -152,6 +122,17 @@ def group_flamegraph(
             children.append({**tree, "name": f"process {capture.target_label}"})
     total = sum(child["value"] for child in children)
     return pyspy.prune_flamegraph({"name": "job", "value": total, "children": children}, max_nodes)
+
+
+def group_trees(*, captures: list[Capture], user: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each process's stored tree under its label, read one at a time (a 64-rank job
+    is never held whole), with command lines hidden from a viewer who may not see
+    them, as in the per-capture downloads."""
+    for capture in captures:
+        tree = capture_files.read_flamegraph(capture)
+        if tree is None:
+            continue
+        yield capture.target_label, redact.for_viewer(tree, user=user, captures=[capture])
 
 
 def capture_sandwich(
@@ -172,7 +153,7 @@ def capture_sandwich(
     if tree is None:
         return None
     if hide_commands:
-        tree = redact.tree(tree)
+        tree = redact.redaction.hide(tree)
     if threads:
         tree = pyspy.select_threads(tree, threads)
     result: dict[str, Any] = dict(pyspy.sandwich(tree, frame))

@@ -16,9 +16,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.params import parse_id, query_id, query_page
@@ -27,7 +27,7 @@ from runs.permissions import can_launch
 from runs.services import tags_from_text
 from runs.views import launch_context
 
-from . import redact, services
+from . import downloads, redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Comment, Keyword, KeywordSet
 from .selectors import capture_rows
@@ -91,7 +91,10 @@ def capture_list(request):
     except ValidationError:
         compare_with = ""
     on_page = {str(c.pk) for c in page.object_list}
+    filters = {k: v for k, v in request.GET.items() if k in LIST_FILTERS and v}
     context = {
+        # Page 1 takes new captures in as they come (capture_rows.js).
+        "rows_query": urlencode({**filters, "show_run": 1, "pick": 1}) if page.number == 1 else "",
         "compare_with": compare_with,
         # The capture to compare with is not on this page: keep it as a hidden pick.
         "compare_with_hidden": bool(compare_with) and compare_with not in on_page,
@@ -103,6 +106,24 @@ def capture_list(request):
         "tags": Tag.objects.filter(captures__isnull=False).distinct(),
     }
     return render(request, "profiles/capture_list.html", context)
+
+
+LIST_FILTERS = ("tag", "status", "kind", "host", "run", "verdict")
+
+
+@require_GET
+def capture_rows_newer(request):
+    """`/captures/rows/?after=ID&<filters>`: table rows of the captures newer than ID
+    (a table's newest), newest first, so tables add new captures without a reload.
+    `show_run=1` and `pick=1` ask for the run column and the compare box."""
+    after = query_id(request.GET, "after") or 0
+    captures = _filtered_captures(request.GET).filter(pk__gt=after)[:CAPTURES_PER_PAGE]
+    context = {
+        "captures": captures,
+        "show_run": request.GET.get("show_run") == "1",
+        "compare_pick": request.GET.get("pick") == "1",
+    }
+    return render(request, "profiles/_capture_rows.html", context)
 
 
 # --- capture detail ----------------------------------------------------------------
@@ -130,8 +151,8 @@ def _page_stats(capture: Capture) -> dict | None:
 @require_GET
 def capture_detail(request, pk: int):
     capture = _get_capture_for_user(request.user, pk, full=True)
-    if redact.hides_server_details(capture, request.user):
-        capture.stats = redact.stats(capture.stats)  # for this page only; never saved
+    # For this page only; never saved.
+    capture.stats = redact.for_viewer(capture.stats, user=request.user, captures=[capture])
     stats = capture.stats or {}
     lag = stats.get("lag") or None
     is_dump = capture.kind == Capture.Kind.DUMP or stats.get("format") == "dump"
@@ -144,7 +165,7 @@ def capture_detail(request, pk: int):
         # py-spy's own error is not a sampler that fell behind: shown as the error.
         "lag_bad": bool(lag and lag.get("verdict") != "ok" and not lag.get("error")),
         "dump_groups": _dump_groups(stats) if is_dump else [],
-        "comments": capture.comments.select_related("author"),
+        "comments": _comments_for_viewer(capture, request.user),
         "tags_text": " ".join(t.name for t in capture.tags.all()),
         "keyword_sets": KeywordSet.objects.all(),
         "ks_mismatch": wanted_ks is not None and wanted_ks != capture.keyword_set_id,
@@ -168,6 +189,15 @@ def capture_detail(request, pk: int):
         "log_problem": _log_problem(capture, stats, is_dump),
     }
     return render(request, "profiles/capture_detail.html", context)
+
+
+def _comments_for_viewer(capture: Capture, user) -> list[Comment]:
+    """The comments, each pinned frame as `user` may see it (never saved)."""
+    comments = list(capture.comments.select_related("author"))
+    frames = redact.for_viewer([c.frame for c in comments], user=user, captures=[capture])
+    for comment, frame in zip(comments, frames, strict=True):
+        comment.frame = frame
+    return comments
 
 
 def _previous_captures(capture: Capture) -> dict[str, int | None]:
@@ -236,28 +266,29 @@ def _gunzipped(field) -> Iterator[bytes]:
             yield block
 
 
-def _download_body(capture: Capture, what: str, hide: bool) -> tuple[Iterator[bytes], str, str]:
-    """Stored data, gunzipped as it streams: never parsed in the request. With `hide`
-    (a viewer of the server's own processes) command lines and locals are redacted
-    line by line; a speedscope file of subprocesses, one JSON document, is refused."""
+def _download_body(capture: Capture, what: str, user) -> tuple[Iterator[bytes], str, str]:
+    """Stored data, gunzipped as it streams: never parsed in the request. For a viewer
+    of the server's own processes command lines and locals are redacted line by line
+    (redact.download); a speedscope file of subprocesses, one JSON document, is refused."""
     fmt = capture.raw_format
     if what == "log":
         if not capture.log_file:
             raise Http404("This capture has no py-spy log.")
-        return _gunzipped(capture.log_file), "text/plain", "py-spy.log"
+        body = redact.download(_gunzipped(capture.log_file), "log", user=user, capture=capture)
+        return body, "text/plain", "py-spy.log"
     if not capture.samples_downloadable:
         raise Http404("The samples of this capture were pruned, never written or not parsed.")
     if fmt == "dump":
-        body = _gunzipped(capture.raw_file)
-        return (redact.dump_text(body) if hide else body), "text/plain", "dump.txt"
+        body = redact.download(_gunzipped(capture.raw_file), "dump", user=user, capture=capture)
+        return body, "text/plain", "dump.txt"
     native = {"folded": "raw", "speedscope": "speedscope"}[what]
     field = capture.raw_file if fmt == native else capture.export_file
     if not field:
         raise Http404("This capture has no stored export; re-analyse it to make one.")
     if what == "folded":
-        body = _gunzipped(field)
-        return (redact.folded_text(body) if hide else body), "text/plain", "folded.txt"
-    if hide and capture.subprocesses:
+        body = redact.download(_gunzipped(field), "folded", user=user, capture=capture)
+        return body, "text/plain", "folded.txt"
+    if capture.subprocesses and redact.hides_server_details(capture, user):
         raise PermissionDenied(
             f"Its process frames name command lines on the flamedeck server {redact.HIDDEN}; "
             "the folded download is redacted."
@@ -270,12 +301,8 @@ def capture_download(request, pk: int, what: str):
     capture = _get_capture_for_user(request.user, pk)
     if what not in ("folded", "speedscope", "log"):
         raise Http404()
-    hide = redact.hides_server_details(capture, request.user)
-    body, content_type, suffix = _download_body(capture, what, hide)
-    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="capture-{capture.pk}.{suffix}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    body, content_type, suffix = _download_body(capture, what, request.user)
+    return downloads.streamed(body, content_type, downloads.capture_file_name(capture, suffix))
 
 
 # --- annotations -------------------------------------------------------------------

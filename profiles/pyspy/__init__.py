@@ -26,7 +26,12 @@ __version__ = "1.0"
 from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
 from .dump import parse_dump  # noqa: E402
 from .errors import ProfileError  # noqa: E402
-from .export import to_folded, to_speedscope  # noqa: E402
+from .export import (  # noqa: E402
+    to_folded,
+    to_speedscope,
+    tree_to_folded,
+    trees_to_speedscope,
+)
 from .findings import findings_for_capture  # noqa: E402
 from .flamegraph import prune_flamegraph, select_threads  # noqa: E402
 from .job import analyze_job  # noqa: E402
@@ -100,4 +105,6 @@ __all__ = [
     "thread_tables",
     "to_folded",
     "to_speedscope",
+    "tree_to_folded",
+    "trees_to_speedscope",
 ]
