@@ -50,6 +50,7 @@
   // Frame rows count every occurrence of a frame, so a click opens its sandwich (all
   // callers and callees merged) rather than zooming to one occurrence.
   const frameCell = (name) => el("td", { class: "frame" }, el("button", { type: "button", class: "sandwich-link oneline", "data-frame": name, title: name }, name));
+  const callerButton = (frame, figures = "") => el("button", { type: "button", class: "caller-link frame-link oneline mono", "data-frame": frame, title: `${frame}: ${figures}Click to zoom the flamegraph to it.` }, frame);
   const pctCell = (p) => el("td", { class: "num" }, `${Number(p ?? 0).toFixed(1)}%`);
   const barCell = (p, cls) => el("td", { class: "barcell" }, el("div", { class: `bar ${cls || ""}`, style: `width:${Math.min(100, Math.max(0, p || 0))}%` }));
 
@@ -72,9 +73,7 @@
     if (!entry.samples || !callers.length) return null;
     const items = callers.map((c) => el("li", {},
       el("span", { class: "num" }, `${Math.round((100 * c.samples) / entry.samples)}%`), " from ",
-      c.frame === NO_PYTHON
-        ? el("span", { class: "muted" }, c.frame)
-        : el("button", { type: "button", class: "caller-link frame-link oneline mono", "data-frame": c.frame, title: `${c.frame}: ${fmt(c.samples)} samples, ${Number(c.percent).toFixed(1)}% of all. Click to zoom the flamegraph to it.` }, c.frame)));
+      c.frame === NO_PYTHON ? el("span", { class: "muted" }, c.frame) : callerButton(c.frame, `${fmt(c.samples)} samples, ${Number(c.percent).toFixed(1)}% of all. `)));
     return el("tr", { class: "callers" }, el("td", { colspan: String(span) }, el("ul", { class: "callerlist" }, ...items)));
   }
 
@@ -112,22 +111,11 @@
       (stats.threads || []).map((t) => el("tr", { "data-tid": String(t.tid) },
         el("td", {}, el("button", { type: "button", class: "thread-link", "data-tid": String(t.tid), title: "Show only this thread" }, t.name || "(unnamed)"), step.has(String(t.tid)) ? ev.stepMark() : null),
         el("td", { class: "num mono" }, String(t.tid)), el("td", { class: "barcell" }, t.states ? ev.stateBar(t.states, "small") : ""),
-        activeCell(t, stats.idle_included), el("td", { class: "num" }, fmt(t.samples)), pctCell(t.percent))),
+        ev.activeCell(t, stats.idle_included), el("td", { class: "num" }, fmt(t.samples)), pctCell(t.percent))),
       "No thread frames (captured without --threads)."));
     renderStates(stats);
   }
 
-  // Share of the sampling rounds the thread gave a sample in: without --idle the rest
-  // is time it was blocked (not in its states); with --idle, time it did not exist.
-  function activeCell(thread, idle) {
-    const active = thread.active_percent;
-    if (active == null) return el("td", { class: "num muted", title: "py-spy's rounds are not known (no log)" }, "—");
-    const why = idle === false ? `sampled in ${active}% of py-spy's rounds: blocked (no sample) the other ${(100 - active).toFixed(1)}%`
-      : `present in ${active}% of py-spy's rounds`;
-    return el("td", { class: `num${idle === false && active < 95 ? " blocked" : ""}`, title: why }, `${Number(active).toFixed(0)}%`);
-  }
-
-  const callerButton = (frame) => el("button", { type: "button", class: "caller-link frame-link oneline mono", "data-frame": frame, title: `${frame}: click to zoom the flamegraph to it` }, frame);
 
   function renderStates(stats) {
     const scope = state.threads.length ? `threads ${(stats.threads || []).map((t) => t.name || t.tid).join(", ")}` : "all threads";
@@ -139,16 +127,6 @@
     $("states-bar").replaceChildren(ev.headline(stats, state.threads.length > 0));
     $("states").replaceChildren(ev.statesTable(stats, callerButton, state.threads.length > 0));
     $("hidden-waits-box").replaceChildren(...[ev.hiddenWaits(stats)].filter(Boolean));
-  }
-
-  // Capture-level: the rules judged the step threads of the whole capture.
-  function renderFindings(stats) {
-    const links = (frame) => [
-      el("button", { type: "button", class: "linklike frame-link small", "data-frame": frame, title: `Zoom the flamegraph to ${frame}` }, "flamegraph"), " · ",
-      el("button", { type: "button", class: "linklike sandwich-link small", "data-frame": frame, title: `Callers and callees of ${frame}` }, "sandwich")];
-    $("findings").replaceChildren(!("findings" in stats)
-      ? el("p", { class: "muted" }, "This capture was analysed before findings existed: re-analyse it to see them.")
-      : ev.findingsList(stats.findings, links, "No finding: no rule's whole 95% interval is past its threshold on the step threads."));
   }
 
   // --- flamegraph ------------------------------------------------------------------
@@ -417,7 +395,7 @@
   if (data.stats) {
     drawLagChart(data.stats.lag);
     if ($("flamegraph")) {
-      renderFindings(data.stats);
+      $("findings").replaceChildren(ev.captureFindings(data.stats));
       wireToolbar();
       renderThreadPicker(data.stats.threads);
       loadStats();

@@ -154,5 +154,25 @@
     }));
   }
 
-  window.flamedeck.evidence = { STATES, label, stateClass, stateBar, stateKey, statesTable, hiddenWaits, findingsList, richText, pct, fmt, stepTids, stepMark, headline, topStates };
+  // Share of the sampling rounds the thread gave a sample in: without --idle the rest
+  // is time it was blocked (not in its states); with --idle, time it did not exist.
+  function activeCell(thread, idle) {
+    const active = thread.active_percent;
+    if (active == null) return el("td", { class: "num muted", title: "py-spy's rounds are not known (no log)" }, "—");
+    const why = idle === false ? `sampled in ${active}% of py-spy's rounds: blocked (no sample) the other ${(100 - active).toFixed(1)}%`
+      : `present in ${active}% of py-spy's rounds`;
+    return el("td", { class: `num${idle === false && active < 95 ? " blocked" : ""}`, title: why }, `${Number(active).toFixed(0)}%`);
+  }
+
+  // A capture's findings: the rules judged the step threads of the whole capture. Frame
+  // links carry the capture page's classes (frame-link zooms, sandwich-link opens it).
+  function captureFindings(stats) {
+    const links = (frame) => [
+      el("button", { type: "button", class: "linklike frame-link small", "data-frame": frame, title: `Zoom the flamegraph to ${frame}` }, "flamegraph"), " · ",
+      el("button", { type: "button", class: "linklike sandwich-link small", "data-frame": frame, title: `Callers and callees of ${frame}` }, "sandwich")];
+    if (!("findings" in stats)) return el("p", { class: "muted" }, "This capture was analysed before findings existed: re-analyse it to see them.");
+    return findingsList(stats.findings, links, "No finding: no rule's whole 95% interval is past its threshold on the step threads.");
+  }
+
+  window.flamedeck.evidence = { STATES, label, stateClass, stateBar, stateKey, statesTable, hiddenWaits, findingsList, richText, pct, fmt, stepTids, stepMark, headline, topStates, activeCell, captureFindings };
 })();

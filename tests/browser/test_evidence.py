@@ -13,12 +13,18 @@ from tests.support.recorded_jobs import record_group
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+def report_of(tab, monkeypatch, case: str):
+    """The group page of the recorded `case`, once its stored report is drawn:
+    (page, the report's locator, capture ids by rank)."""
+    group, ids = record_group(monkeypatch, case)
+    page = tab.goto(f"/groups/{group.pk}/")
+    return page, page.locator("#job-report[data-ready='1']"), ids
+
+
 def test_the_group_page_names_the_planted_straggler_by_what_it_does_more(
     open_tab, teammate, monkeypatch
 ):
-    group, ids = record_group(monkeypatch, "straggler")
-    page = open_tab(teammate).goto(f"/groups/{group.pk}/")
-    report = page.locator("#job-report[data-ready='1']")
+    page, report, ids = report_of(open_tab(teammate), monkeypatch, "straggler")
     findings = report.locator(".findings > li")
     expect(findings).to_have_count(1)  # the straggler, nothing else planted or reported
     expect(findings.first).to_have_attribute("data-rule", "straggler")
@@ -82,9 +88,7 @@ def test_a_capture_with_planted_host_syncs_names_the_line_and_zooms_to_it(
 def test_a_starved_job_says_input_bound_and_names_the_saturated_loader(
     open_tab, teammate, monkeypatch
 ):
-    group, _ = record_group(monkeypatch, "starved")
-    page = open_tab(teammate).goto(f"/groups/{group.pk}/")
-    report = page.locator("#job-report[data-ready='1']")
+    _, report, _ = report_of(open_tab(teammate), monkeypatch, "starved")
     input_bound = report.locator(".findings > li[data-rule=input_bound]")
     expect(input_bound).to_contain_text("The step waits for input data")
     expect(input_bound.locator(".advice")).to_contain_text("decode_batch (train.py)")

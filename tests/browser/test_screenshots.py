@@ -116,12 +116,12 @@ def data(owner, teammate, monkeypatch):
     Capture.objects.filter(pk=capture.pk).update(
         host=host, pid=5066, process=p0, kind=Capture.Kind.RECORD, rate=49, duration=30
     )
-    capture.tags.add(Tag.objects.get_or_create(name="after-fix")[0])
-    services.comment_create(
-        capture=capture,
-        author=teammate,
-        frame="cuStreamSynchronize (libcuda.so.1)",
-        body="`loss.item()` forces a **host sync** every step; move it behind the log interval.",
+    annotate(
+        capture,
+        "after-fix",
+        teammate,
+        "cuStreamSynchronize (libcuda.so.1)",
+        "`loss.item()` forces a **host sync** every step; move it behind the log interval.",
     )
     dump = Capture.objects.create(run=run, host=host, pid=5066, kind=Capture.Kind.DUMP)
     pipeline.capture_store_outputs(capture=dump, raw=DUMP.encode(), log="")
@@ -130,15 +130,21 @@ def data(owner, teammate, monkeypatch):
     job, _ = record_group(monkeypatch, "straggler", run_name="gloo 4 ranks: rank 3 computes more")
     hostsync, ranks = record_group(monkeypatch, "hostsync", run_name="gloo 4 ranks: .item() a step")
     real = Capture.objects.get(pk=ranks[0])
-    real.tags.add(Tag.objects.get_or_create(name="baseline")[0])
-    services.comment_create(
-        capture=real,
-        author=teammate,
-        frame="Job.train_step (train.py:142)",
-        body="`loss.item()` every step: log it every 50 steps instead.",
+    annotate(
+        real,
+        "baseline",
+        teammate,
+        "Job.train_step (train.py:142)",
+        "`loss.item()` every step: log it every 50 steps instead.",
     )
     return {"run": run, "host": host, "capture": capture, "dump": dump, "job": job, "real": real,
             "hostsync": hostsync}  # fmt: skip
+
+
+def annotate(capture, tag: str, author, frame: str, body: str) -> None:
+    """A tag and a comment pinned to a frame, as a teammate leaves them."""
+    capture.tags.add(Tag.objects.get_or_create(name=tag)[0])
+    services.comment_create(capture=capture, author=author, frame=frame, body=body)
 
 
 def services_run(name, tag, owner):
