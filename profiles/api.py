@@ -12,8 +12,7 @@ from runs.api import api
 from runs.models import Host, Run, RunProcess
 
 from . import api_schema as schema
-from . import jobs, redact, selectors, services
-from .group_report import group_report
+from . import group_selectors, jobs, redact, selectors, services
 from .models import Capture, CaptureGroup
 
 
@@ -38,6 +37,16 @@ class PySpySettingsSerializer(serializers.Serializer):
     )
     subprocesses = serializers.BooleanField(
         default=False, help_text="Its child processes too (--subprocesses)."
+    )
+
+
+class GroupCaptureSerializer(PySpySettingsSerializer):
+    """A whole-job capture's settings: `idle` is on unless asked off."""
+
+    idle = serializers.BooleanField(
+        default=True,
+        help_text="Keep blocked threads' samples (--idle), on by default for a whole job: "
+        "without it py-spy drops them, so collective, data and GIL waits are invisible.",
     )
 
 
@@ -229,7 +238,7 @@ def group_json(group: CaptureGroup) -> dict:
             }
             for c in captures
         ],
-        **group_report(group),
+        **group_selectors.group_report_fields(group),
     }
 
 
@@ -238,12 +247,12 @@ def _group_for_viewer(group: CaptureGroup, user) -> dict:
     return redact.for_viewer(group_json(group), user=user, captures=captures)
 
 
-@schema.run_capture_all(PySpySettingsSerializer)
+@schema.run_capture_all(GroupCaptureSerializer)
 @api(["POST"])
 def run_capture_all(request, pk: int):
     """Capture every process of the run at once, with the same settings."""
     run = get_object_or_404(Run, pk=pk)
-    serializer = PySpySettingsSerializer(data=request.data)
+    serializer = GroupCaptureSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     try:
         group = jobs.capture_group_create(user=request.user, run=run, **serializer.validated_data)

@@ -207,6 +207,11 @@ class StatsSerializer(s.Serializer):
     thread_functions = ThreadFunctionsSerializer(
         many=True, required=False, help_text="Per thread (top 16): your code's functions."
     )
+    step_threads = s.DictField(
+        required=False,
+        help_text="Dashboard only: the threads the findings judged, {tids, detected_by} "
+        "(named, collective, device, busiest or none; docs/findings.md).",
+    )
     dump_threads = s.ListField(
         child=s.DictField(),
         required=False,
@@ -373,7 +378,11 @@ class LiveSerializer(s.Serializer):
         "running), verdict, category shares, error and its cause.",
     )
     differs_most = s.DictField(help_text="The process that differs beyond noise, or why none.")
-    waiting = s.DictField(help_text="Wait vs compute per rank, once every process ended.")
+    report = s.DictField(
+        help_text="The stored whole-job report once every process ended (findings, "
+        "straggler, classes, each rank's step-thread states, rank links), else `ready` "
+        "false and the `reason`."
+    )
     skipped = s.ListField(child=s.DictField(), help_text="Processes skipped (exited).")
     processes = s.ListField(child=s.DictField(), help_text="GPU timelines, once final.")
 
@@ -418,6 +427,11 @@ class ComparisonSerializer(s.Serializer):
     threads_applied = s.BooleanField(help_text="Both captures could be filtered so.")
     before_samples = s.IntegerField(help_text="Samples before.")
     after_samples = s.IntegerField(help_text="Samples after.")
+    states = s.ListField(
+        child=s.DictField(),
+        help_text="Per thread state with samples on either side: the same shape and maths "
+        "as `categories`; a side analysed before states existed is not measured.",
+    )
     categories = s.ListField(
         child=s.DictField(),
         help_text="Per category: shares with 95% Wilson intervals, the change with a "

@@ -8,8 +8,10 @@ class ProfilesConfig(AppConfig):
 
     def ready(self) -> None:
         from .defaults import defaults_ensure
-        from .signals import capture_analysed
+        from .group_report import capture_ended_received
+        from .signals import capture_analysed, capture_ended
         from .watches import capture_analysed_received
 
         post_migrate.connect(defaults_ensure, sender=self, dispatch_uid="flamedeck-defaults")
         capture_analysed.connect(capture_analysed_received, dispatch_uid="flamedeck-watches")
+        capture_ended.connect(capture_ended_received, dispatch_uid="flamedeck-group-report")

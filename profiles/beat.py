@@ -8,15 +8,18 @@ Their names stay `profiles.tasks.*`, the names beat schedules.
 from celery import shared_task
 from django.conf import settings
 
-from . import jobs, redelivery, services
+from . import group_report, jobs, redelivery, services
 
 
 @shared_task(name="profiles.tasks.reap_lost_captures")
 def reap_lost_captures() -> int:
-    """Fail captures whose worker is gone; re-send (or fail) ones whose message is."""
+    """Fail captures whose worker is gone; re-send (or fail) ones whose message is;
+    store the job reports that two ranks ending at once both missed."""
     timeout_s = settings.FLAMEDECK_HEARTBEAT_TIMEOUT_S
     lost = services.reap_lost_captures(timeout_s=timeout_s)
-    return lost + redelivery.captures_resend_lost(timeout_s=timeout_s)
+    lost += redelivery.captures_resend_lost(timeout_s=timeout_s)
+    group_report.group_reports_catch_up()
+    return lost
 
 
 @shared_task(name="profiles.tasks.schedule_captures")

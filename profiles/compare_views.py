@@ -23,7 +23,7 @@ from profiles.pyspy import compare as engine
 from profiles.pyspy import select_threads
 from runs.api import api
 
-from . import api_schema, pipeline, redact, selectors
+from . import api_schema, capture_files, redact, selectors
 from .models import Capture
 
 DIFF_MAX_NODES = 3000
@@ -188,6 +188,21 @@ def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
     keywords = [r for r in result["keywords"] if matched(r) or r["verdict"] == engine.NOT_MEASURED]
     return [
         {
+            "id": "states",
+            "title": "Thread states",
+            "label": "State",
+            "rows": with_sides(result["states"]),
+            "silent": 0,
+            # The headline: "collective 61.9% -> 31.0%", real changes only, both measured.
+            "moved": [
+                r
+                for r in result["states"]
+                if r["verdict"] == engine.REAL_CHANGE and r["before"] and r["after"]
+            ],
+            "empty": "No thread states: a capture was analysed before they were stored "
+            "(re-analyse it).",
+        },
+        {
             "id": "categories",
             "title": "Categories",
             "label": "Category",
@@ -247,7 +262,7 @@ def diff_flamegraph(request: HttpRequest) -> JsonResponse:
 
 def _full_tree(capture: Capture, threads: list[str] | None) -> dict[str, Any] | None:
     # The other side is matched by path, so it is not pruned further than stored.
-    tree = pipeline.read_flamegraph(capture)
+    tree = capture_files.read_flamegraph(capture)
     if tree is not None and threads:
         tree = dict(select_threads(tree, threads))
     return tree

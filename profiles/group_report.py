@@ -1,28 +1,36 @@
 """The whole-job report of a capture group, stored on the group once every rank has ended.
 
 It comes from the ranks' stored stats (profiles.pyspy.job: straggler, classes of
-ranks, findings), never from raw samples and never recomputed on view: the capture
-whose analysis ends last stores it (`group_report_update`, called by the pipeline); a
-group whose last rank ended without an analysis (failed, cancelled before sampling)
-gets it on its first read, once. While any rank is queued, running or parsing there
-is no verdict: `group_report` says so and why.
+ranks, findings), never from raw samples, and is computed here, on the worker side,
+never when a page is viewed (pages read it through `group_selectors`). Every capture
+that ends (done, failed, cancelled: `capture_ended`, sent by the state machine) asks
+for it; the group's last rank to end computes and stores it. Two ranks ending in two
+uncommitted transactions at once could each miss the other: the reaper's periodic
+pass (`group_reports_catch_up`) stores what is missing.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
 
 from profiles.pyspy.job import analyze_job
 
 from .models import Capture, CaptureGroup
 
-REPORT_KEYS = ("straggler", "classes", "findings")
+log = logging.getLogger(__name__)
+CATCH_UP_DAYS = 7  # older groups missing a report get one when a rank is re-analysed
+CATCH_UP_BATCH = 20
 
 
-def group_report_after(*, capture: Capture) -> None:
-    """After a capture's analysis ended: its group's report, if it was the last rank."""
-    if capture.group_id:
-        group_report_update(group_id=capture.group_id)
+def capture_ended_received(*, capture_id: int, **_: Any) -> None:
+    """`capture_ended`: a capture reached done, failed or cancelled."""
+    group_id = Capture.objects.filter(pk=capture_id).values_list("group_id", flat=True).first()
+    if group_id:
+        group_report_update(group_id=group_id)
 
 
 def group_report_update(*, group_id: int) -> dict[str, Any] | None:
@@ -38,6 +46,24 @@ def group_report_update(*, group_id: int) -> dict[str, Any] | None:
     return report
 
 
+def group_reports_catch_up(*, now: Any = None) -> int:
+    """Store the reports of recent groups whose ranks have all ended but that have none."""
+    since = (now or timezone.now()) - timezone.timedelta(days=CATCH_UP_DAYS)
+    ongoing = [status for status in Capture.Status.values if status not in Capture.FINAL]
+    unfinished = Q(captures__status__in=ongoing)
+    missing = (
+        CaptureGroup.objects.filter(job_report__isnull=True, created_at__gte=since)
+        .exclude(unfinished)
+        .filter(captures__isnull=False)
+        .distinct()
+        .values_list("pk", flat=True)[:CATCH_UP_BATCH]
+    )
+    stored = sum(group_report_update(group_id=pk) is not None for pk in list(missing))
+    if stored:
+        log.info("stored the job report of %d group(s) that missed it", stored)
+    return stored
+
+
 def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     """The report of these ranks, with the ranks that have no samples named apart."""
     names = rank_names(captures)
@@ -46,6 +72,9 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     # The threads of every rank are on each capture already: the group keeps the rest.
     report["ranks"] = [{k: v for k, v in r.items() if k != "threads"} for r in report["ranks"]]
     report["without_samples"] = [names[c.pk] for c in captures if not _has_samples(c)]
+    # Rank name -> capture id: the page links each rank, and the frames of its
+    # explanation, to that rank's capture without knowing how names were made.
+    report["captures"] = {name: pk for pk, name in names.items()}
     return report
 
 
@@ -60,19 +89,3 @@ def rank_names(captures: list[Capture]) -> dict[int, str]:
              for c in captures}  # fmt: skip
     seen = list(names.values())
     return {pk: name if seen.count(name) == 1 else f"{name} #{pk}" for pk, name in names.items()}
-
-
-def group_report(group: CaptureGroup) -> dict[str, Any]:
-    """`straggler`, `classes` and `findings` for the API, or empty ones and the reason."""
-    statuses = list(group.captures.values_list("status", flat=True))
-    pending = sum(s not in Capture.FINAL for s in statuses)
-    if pending or not statuses:
-        reason = (
-            f"{pending} of {len(statuses)} ranks have not ended: no verdict until every "
-            "rank's samples are analysed"
-            if statuses
-            else "the group has no captures"
-        )
-        return {"straggler": None, "classes": [], "findings": [], "job_report_reason": reason}
-    report = group.job_report or group_report_update(group_id=group.pk) or {}
-    return {**{key: report.get(key) for key in REPORT_KEYS}, "job_report_reason": None}

@@ -1,19 +1,22 @@
-"""Reads for the group page and `GET /api/groups/<id>/live/`: one row per process
-(live while it runs), the process whose mix differs most (only beyond noise), and
-waiting versus computing per rank when every rank sampled the same window.
+"""Reads for the group page, `GET /api/groups/<id>/live/` and `GET /api/groups/<id>/`:
+one row per process (live while it runs), the process whose mix differs most (only
+beyond noise), and the whole-job report (findings, straggler, classes, each rank's
+step-thread states) as the analysis stored it on the group (profiles.group_report).
 
-Everything comes from stored stats, progress and flamegraph trees; nothing re-reads
-raw samples. "Beyond noise" reuses the compare page's maths (profiles.pyspy.compare).
+Everything comes from stored stats, progress and the stored report; nothing here
+classifies samples or re-reads raw ones. "Beyond noise" reuses the compare page's
+maths (profiles.pyspy.compare).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from profiles.pyspy import compare
-from profiles.pyspy.waiting import WAIT_CATEGORIES, wait_split
+from django.urls import reverse
 
-from . import jobs, pipeline, selectors
+from profiles.pyspy import compare
+
+from . import jobs, selectors
 from .models import Capture, CaptureGroup
 
 MIN_TO_CROWN = 3  # "differs most" needs at least this many processes with samples
@@ -40,8 +43,7 @@ def group_page(group: CaptureGroup) -> dict[str, Any]:
         "categories": categories,
         "rows": rows,
         "differs_most": differs,
-        "waiting": waiting_by_rank(captures, summary) if final else {"shown": False,
-                                                                      "reason": "pending"},
+        "report": group_evidence(group, captures, summary),
         "skipped": skipped_processes(group, captures),
         # GPU timelines, once every process has ended (they arrive with the samples)
         "processes": [{"id": c.pk, "label": c.target_label, "gpu": c.gpu_samples}
@@ -146,68 +148,95 @@ def _beyond_noise(best: int, data: list, name: str) -> dict[str, Any] | None:
             "delta_low": round(100 * low, 1), "delta_high": round(100 * high, 1)}  # fmt: skip
 
 
-def same_window(skew_s: float) -> bool:
+def same_window(skew_s: float | None) -> bool:
     """Whether the ranks sampled the same moments: every py-spy said it samples within
     SAME_WINDOW_S of the others, by its host's clock (group_pipeline), whatever the
-    duration (a longer capture does not make a late start the same window)."""
-    return skew_s <= SAME_WINDOW_S
+    duration (a longer capture does not make a late start the same window); not known
+    (None) until every rank has started."""
+    return skew_s is not None and skew_s <= SAME_WINDOW_S
 
 
-def waiting_by_rank(captures: list[Capture], summary: dict[str, Any]) -> dict[str, Any]:
-    """Per rank with samples: the share waiting (sync, comm, wait, ...) next to the
-    share computing, most computing first; the rank the others wait for is marked
-    when its wait share is below every other rank's and beyond noise."""
-    with_data = [c for c in captures if _samples(c) and c.status != Capture.Status.FAILED]
-    if len(with_data) < 2:
-        return {"shown": False, "reason": "too_few", "with_samples": len(with_data)}
-    skew = float(summary.get("start_skew_s") or 0.0)
-    if not same_window(skew):
-        return {"shown": False, "reason": "skew", "start_skew_s": skew}
-    ranks = [r for c in with_data if (r := _wait_row(c)) is not None]
-    ranks.sort(key=lambda r: (-r["compute_percent"], r["label"]))
-    return {"shown": True, "categories": sorted(WAIT_CATEGORIES), "ranks": ranks,
-            "straggler": _straggler(ranks)}  # fmt: skip
+# --- the whole-job report, as stored ---------------------------------------------------
 
 
-def _wait_row(capture: Capture) -> dict[str, Any] | None:
-    tree = pipeline.read_flamegraph(capture)
-    if tree is None:
-        return None
-    # The rules the analysis used, in their order (the first matching keyword claims a
-    # frame); the stats' keyword list is sorted by samples and would lose that order.
-    keywords = [(k.keyword, k.category) for k in pipeline.keywords_for(capture.keyword_set)]
-    split = wait_split(tree, keywords)
-    total = split["total"] or 1
-    top_wait = max(
-        ((n, v) for n, v in _counts(capture).items() if n in WAIT_CATEGORIES),
-        key=lambda item: item[1],
-        default=(None, 0),
-    )
+def _unended(captures: list[Capture]) -> int:
+    return sum(not c.is_final for c in captures)
+
+
+def report_reason(group: CaptureGroup, captures: list[Capture]) -> str | None:
+    """Why the group shows no verdict, or None when its stored report is there."""
+    if not captures:
+        return "the group has no captures"
+    if pending := _unended(captures):
+        return (
+            f"{pending} of {len(captures)} ranks have not ended: no verdict until every "
+            "rank's samples are analysed"
+        )
+    if group.job_report is None:
+        return (
+            "every rank has ended and the job report is being stored (the analysis of "
+            "the last rank computes it; a missed one is stored within a minute)"
+        )
+    return None
+
+
+def group_report_fields(group: CaptureGroup) -> dict[str, Any]:
+    """`straggler`, `classes`, `findings` and `job_report_reason` for the API."""
+    reason = report_reason(group, list(group.captures.all()))
+    report = group.job_report if reason is None else {}
     return {
-        "id": capture.pk,
-        "label": capture.target_label,
-        "url": capture.get_absolute_url(),
-        **split,
-        "wait_percent": round(100 * split["waiting"] / total, 1),
-        "compute_percent": round(100 * split["computing"] / total, 1),
-        "unknown_percent": round(100 * split["unknown"] / total, 1),
-        "main_wait": top_wait[0] if top_wait[1] else None,
+        "straggler": report.get("straggler"),
+        "classes": report.get("classes") or [],
+        "findings": report.get("findings") or [],
+        "job_report_reason": reason,
     }
 
 
-def _straggler(ranks: list[dict[str, Any]]) -> int | None:
-    if len(ranks) < 2:
-        return None
-    first, others = ranks[0], ranks[1:]
-    # Against the closest other rank, not the others pooled: one peer that waits as
-    # little means nobody is the straggler, however much the rest wait.
-    closest = min(others, key=lambda r: r["wait_percent"])
-    if first["wait_percent"] >= closest["wait_percent"]:
-        return None
-    verdict = compare.change_verdict(
-        (closest["waiting"], closest["total"]), (first["waiting"], first["total"])
-    )
-    return first["id"] if verdict == compare.REAL_CHANGE else None
+def group_evidence(
+    group: CaptureGroup, captures: list[Capture], summary: dict[str, Any]
+) -> dict[str, Any]:
+    """The stored report for the page: findings, straggler, classes, and each rank's
+    step-thread states, with links to the ranks' captures; only its reason until then."""
+    reason = report_reason(group, captures)
+    if reason is not None:
+        return {"ready": False, "ended": not _unended(captures), "reason": reason}
+    report = group.job_report or {}
+    ids = report.get("captures") or {}
+    urls = {name: reverse("profiles:capture_detail", args=[pk]) for name, pk in ids.items()}
+    stats = {c.pk: c.stats or {} for c in captures}
+    sampled = {name: stats.get(pk, {}) for name, pk in ids.items()}
+    skew = summary.get("start_skew_s")
+    return {
+        "ready": True,
+        "findings": report.get("findings") or [],
+        "straggler": report.get("straggler"),
+        "classes": report.get("classes") or [],
+        "ranks": [_rank_row(rank, urls, sampled) for rank in report.get("ranks") or []],
+        "without_samples": report.get("without_samples") or [],
+        "urls": urls,
+        "same_window": same_window(skew),
+        "start_skew_s": skew,
+    }
+
+
+def _rank_row(rank: dict[str, Any], urls: dict[str, str], sampled: dict) -> dict[str, Any]:
+    # The states with samples and one call site each are what the page shows: the rest
+    # stays in the API (a 64-rank page would carry ten times the bytes).
+    states = [
+        {**s, "user_callers": (s.get("user_callers") or [])[:1]}
+        for s in rank["states"]
+        if s.get("samples")
+    ]
+    stats = sampled.get(rank["name"]) or {}
+    return {
+        **{key: rank.get(key) for key in ("name", "step_threads", "detected_by", "samples")},
+        "states": states,
+        "url": urls.get(rank["name"]),
+        # Without --idle a blocked step thread leaves no sample: the page says how many
+        # of py-spy's rounds the step threads' samples fill.
+        "idle_included": stats.get("idle_included"),
+        "rounds": stats.get("rounds"),
+    }
 
 
 def skipped_processes(group: CaptureGroup, captures: list[Capture]) -> list[dict[str, Any]]:

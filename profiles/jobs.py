@@ -30,8 +30,10 @@ def capture_group_create(
 
     One task per host starts all of that host's py-spy in one session; the hosts
     wait for each other (up to FLAMEDECK_GROUP_START_WAIT_S) and start together.
-    Processes known to have exited are skipped.
+    Processes known to have exited are skipped. `idle` defaults to on: without it
+    py-spy drops blocked threads' samples, and the waits between ranks are the point.
     """
+    py_spy_settings = {"idle": True, **py_spy_settings}
     processes, exited = capturable_processes(run=run)
     if not processes and exited:
         raise ValidationError("Every process of this run has exited; attach the new ones.")

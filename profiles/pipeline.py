@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from profiles import pyspy
+from profiles.pyspy.findings import capture_threads, pool, step_threads
 from runs import gpu, remote
 from runs.services import host_target
 
@@ -25,15 +26,10 @@ from .capture_files import (
     export_bytes,
     gz,
     local_copy,
+    read_log,
     replace_file,
     store_export,
 )
-
-# Re-exported: pages and tests read stored files as `pipeline.read_*`.
-from .capture_files import read_flamegraph as read_flamegraph
-from .capture_files import read_log as read_log
-from .capture_files import read_thread_tables as read_thread_tables
-from .group_report import group_report_after
 from .models import Capture, KeywordSet
 from .record_notes import native_failure, record_note
 from .signals import capture_analysed
@@ -79,10 +75,9 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
     else:
         capture_transition(capture_id=capture.pk, to=final)
         capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
-        return group_report_after(capture=capture)
+        return
     message = f"{reason} The raw file and log are kept."
     capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)
-    group_report_after(capture=capture)
 
 
 def _analysis_failure(exc: Exception) -> str:
@@ -138,12 +133,33 @@ def _analyze_samples(
     with local_copy(capture.raw_file) as path:
         profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
-    if capture.run_id and capture.run.step_thread_names:  # the run says which threads step
-        stats["findings"] = pyspy.findings_for_capture(stats, capture.run.step_thread_names)
+    names = capture.run.step_thread_names if capture.run_id else ()
+    if names:  # the run says which threads step
+        stats["findings"] = pyspy.findings_for_capture(stats, names)
+    stats["step_threads"] = _step_threads(stats, names)
     tree = stats.pop("flamegraph")
     tables = dict(pyspy.thread_tables(profile, keywords, options=options, lag=stats.get("lag")))
     title = f"capture #{capture.pk} {capture.target_label}"  # speedscope shows it
     return stats, tree, tables, export_bytes(profile, capture.raw_format, name=title)
+
+
+def _step_threads(stats: dict[str, Any], names: Any) -> dict[str, Any]:
+    """The threads the findings judged and their states added up, stored so the page
+    shows them as the headline (not guessed again when it is viewed)."""
+    chosen = step_threads(capture_threads(stats), names)
+    pooled = pool(chosen.threads)
+    states = [
+        {"state": state, "samples": n, "percent": round(100 * n / pooled.samples, 2)}
+        for state in pyspy.STATES
+        if (n := pooled.states.get(state, 0))
+    ]
+    return {
+        "tids": [str(t["tid"]) for t in chosen.threads],
+        "names": [t["name"] or str(t["tid"]) for t in chosen.threads],
+        "detected_by": chosen.detected_by,
+        "samples": pooled.samples,
+        "states": states,
+    }
 
 
 class StateRulesError(Exception):

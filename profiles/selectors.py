@@ -12,7 +12,7 @@ from django.db.models.fields.json import KT, KeyTransform
 
 from profiles import pyspy
 
-from . import capture_files, pipeline, redact
+from . import capture_files, redact
 from .models import Capture, CaptureGroup, Comment
 
 
@@ -75,7 +75,7 @@ def capture_flamegraph(
     *, capture: Capture, max_nodes: int = 8192, threads: list[str] | None = None
 ) -> dict[str, Any] | None:
     """The stored tree, optionally limited to some threads, pruned to `max_nodes`."""
-    tree = pipeline.read_flamegraph(capture)
+    tree = capture_files.read_flamegraph(capture)
     if tree is None:
         return None
     if threads:
@@ -88,23 +88,25 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
 
     The tables hold every count per thread, so this reads no raw samples and still
     works after the raw file was pruned. Lag is the whole process's (py-spy samples
-    all threads together), so it is kept from the full analysis.
+    all threads together) and so are the step threads: both are kept from the full
+    analysis.
     """
     if not threads or not capture.stats:
         return capture.stats
-    tables = pipeline.read_thread_tables(capture)
+    tables = capture_files.read_thread_tables(capture)
     if tables is None:
         return None
     stats = dict(pyspy.combine_threads(tables, threads))
-    if "lag" in capture.stats:
-        stats["lag"] = capture.stats["lag"]
+    # Facts of the whole process: py-spy's lag, which threads run the step.
+    for key in ("lag", "step_threads"):
+        if key in capture.stats:
+            stats[key] = capture.stats[key]
     return stats
 
 
 def group_captures(*, group: CaptureGroup) -> list[Capture]:
-    # Keyword sets come along: the "who waits" table classifies frames with them.
-    captures = group.captures.select_related("host", "process", "keyword_set")
-    return list(captures.prefetch_related("keyword_set__keywords").order_by("process__role", "pk"))
+    captures = group.captures.select_related("host", "process")
+    return list(captures.order_by("process__role", "pk"))
 
 
 def group_flamegraph(
@@ -115,7 +117,7 @@ def group_flamegraph(
     for capture in captures:
         if only and capture.pk not in only:
             continue
-        tree = pipeline.read_flamegraph(capture)
+        tree = capture_files.read_flamegraph(capture)
         if tree is not None:
             children.append({**tree, "name": f"process {capture.target_label}"})
     total = sum(child["value"] for child in children)
@@ -147,7 +149,7 @@ def capture_sandwich(
     With `hide_commands` the search runs on the redacted tree, so a guessed command
     line is neither found nor suggested.
     """
-    tree = pipeline.read_flamegraph(capture)
+    tree = capture_files.read_flamegraph(capture)
     if tree is None:
         return None
     if hide_commands:

@@ -14,6 +14,7 @@ from django.utils import timezone
 from runs import remote
 
 from .models import Capture
+from .signals import capture_ended
 
 Status = Capture.Status
 
@@ -32,9 +33,12 @@ def capture_transition(*, capture_id: int, to: str, **fields: Any) -> bool:
         raise IllegalTransition(f"no status leads to {to}")
     if to in Capture.FINAL:
         fields.setdefault("finished_at", timezone.now())
-    return bool(
+    moved = bool(
         Capture.objects.filter(pk=capture_id, status__in=sources).update(status=to, **fields)
     )
+    if moved and to in Capture.FINAL:
+        capture_ended.send_robust(sender=Capture, capture_id=capture_id, status=to)
+    return moved
 
 
 def capture_claim(*, capture_id: int, worker: str) -> bool:

@@ -45,6 +45,9 @@ CAPTURE_DEFAULTS = {
     "subprocesses": False,
     "kind": "record",
 }
+# Whole-job captures record with --idle: without it py-spy drops the samples of
+# blocked threads, so the waits a whole job is captured to find are invisible.
+GROUP_CAPTURE_DEFAULTS = {**CAPTURE_DEFAULTS, "idle": True}
 
 
 def launch_required(view):
@@ -188,7 +191,7 @@ def run_detail(request, pk: int):
         "run": run,
         "processes": processes,
         "capture_all": selectors.capture_all_dialog(
-            run=run, processes=processes, defaults=CAPTURE_DEFAULTS
+            run=run, processes=processes, defaults=GROUP_CAPTURE_DEFAULTS
         )
         if can_launch(request.user)
         else None,

@@ -24,7 +24,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from django.test import Client
 
-from profiles import pipeline, redact, services
+from profiles import capture_files, pipeline, redact, services
 from profiles.models import Capture, CaptureGroup, Comment, KeywordSet
 from runs import services as run_services
 from runs.models import Host, Run, RunProcess
@@ -73,7 +73,7 @@ def _record(pid: int) -> Capture:
 
 
 def _process_frame(capture: Capture) -> str:
-    tree = pipeline.read_flamegraph(capture)
+    tree = capture_files.read_flamegraph(capture)
     (name,) = {n["name"] for n in tree["children"] if SECRET in n["name"]}
     return name
 

@@ -86,6 +86,7 @@ def hostile_world(owner, host_admin, monkeypatch):
     keyword_set = KeywordSet.objects.create(name=f"ks {XSS}", description=text)
     Keyword.objects.create(keyword_set=keyword_set, keyword=IMG, category=XSS[:50])
     group = jobs.capture_group_create(user=owner, run=run)
+    _hostile_evidence(capture, group)
     return {
         "host": host.get_absolute_url(),
         "capture": capture,
@@ -113,6 +114,58 @@ def hostile_world(owner, host_admin, monkeypatch):
             f"/admin/runs/run/{run.pk}/change/",
         ],
     }
+
+
+# Frame names as real stacks write them, which an HTML parser would take for tags.
+MODULE = "<module> (train.py:1)"
+TEMPLATE = "std::vector<int, std::allocator<int> >::push_back (libfoo.so)"
+FRAMES = [f"{p} (evil.py:{i})" for i, p in enumerate(PAYLOADS)] + [MODULE, TEMPLATE]
+
+
+def _hostile_finding(rule: str, ranks: list[str] | None = None) -> dict:
+    finding = {
+        "rule": rule, "severity": "high", "title": f"title {XSS}", "value": 30.0,
+        "interval": [25.0, 35.0], "threshold": 5.0, "frames": FRAMES,
+        "user_callers": [{"frame": f, "samples": 1, "percent": 1.0} for f in FRAMES],
+        "advice": f"`{IMG}` (in `{MODULE}`) and `{TEMPLATE}`: {XSS}",
+    }  # fmt: skip
+    return {**finding, "ranks": ranks} if ranks else finding
+
+
+def _hostile_evidence(capture: Capture, group) -> None:
+    """What the analysis stores for the evidence pages, each text field hostile:
+    states' call sites, thread names, findings; the group's stored report (rank names
+    are the hostile roles), with every rank ended so the page draws it."""
+    stats = capture.stats
+    callers = [{"frame": f, "samples": 1, "percent": 1.0} for f in FRAMES]
+    for row in stats["states"]:
+        row["user_callers"] = callers
+    for thread, payload in zip(stats["threads"], PAYLOADS, strict=False):
+        thread["name"] = payload
+    stats["findings"] = [_hostile_finding("host_sync")]
+    stats["step_threads"] = {**stats.get("step_threads", {}), "names": [XSS]}
+    Capture.objects.filter(pk=capture.pk).update(stats=stats)
+    captures = list(group.captures.select_related("process").order_by("pk"))
+    names = [c.process.role for c in captures]
+    step = [
+        {"state": "compute", "samples": 10, "percent": 50.0, "user_callers": callers[:1]},
+        {"state": "collective", "samples": 10, "percent": 50.0, "user_callers": callers[1:2]},
+    ]
+    explanation = [{"frame": f, "function": f, "percent": 40.0, "others_percent": 0.0,
+                    "delta": 40.0, "interval": [30.0, 50.0]} for f in FRAMES]  # fmt: skip
+    report = {
+        "ranks": [{"name": n, "step_threads": [XSS], "detected_by": IMG, "samples": 20,
+                   "states": step} for n in names],
+        "straggler": {"name": names[0], "wait_percent": 1.0, "others_wait_percent": 60.0,
+                      "explanation": explanation},
+        "classes": [{"ranks": names, "label": f"ranks {XSS}: `{TEMPLATE}`", "states": step,
+                     "distinctive": None}],
+        "findings": [_hostile_finding("straggler", names[:1])],
+        "without_samples": [],
+        "captures": {n: c.pk for n, c in zip(names, captures, strict=True)},
+    }  # fmt: skip
+    Capture.objects.filter(group=group).update(status=Capture.Status.DONE)
+    type(group).objects.filter(pk=group.pk).update(job_report=report)
 
 
 @pytest.mark.parametrize("persona", ["superuser", "host_admin", "owner", "teammate"])
@@ -157,3 +210,10 @@ def test_the_hostile_parts_are_on_the_pages_as_escaped_text(owner_client, hostil
     assert "\\u003Cimg src=x" in page  # python_callers, in json_script for the JS
     trends = owner_client.get(f"/trends/?{urlencode({'name': IMG})}").content.decode()
     assert "&lt;img src=x" in trends
+    # The evidence (findings, states' call sites, the job report) reaches the pages'
+    # JSON escaped, frame names that look like tags included.
+    group = hostile_world["capture"].run.capture_groups.get()
+    for url in (hostile_world["capture"].get_absolute_url(), group.get_absolute_url()):
+        body = owner_client.get(url).content.decode()
+        assert "\\u003Cmodule\\u003E (train.py:1)" in body, url
+        assert "<module>" not in body and "allocator<int>" not in body, url

@@ -80,6 +80,7 @@ class LagNote(TypedDict):
 class Comparison(TypedDict):
     before_samples: int
     after_samples: int
+    states: list[ShareRow]
     categories: list[ShareRow]
     keywords: list[ShareRow]
     top_self: list[FrameRow]
@@ -195,6 +196,14 @@ def compare_categories(before: Mapping[str, Any], after: Mapping[str, Any]) -> l
     return _compare_lists(before, after, "categories", lambda r: str(r["category"]))
 
 
+def compare_states(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[ShareRow]:
+    """Thread-state shares side by side with the categories' maths, biggest move first
+    ("collective 62% -> 31%"). A side analysed before states were stored is "not
+    measured"; a state without samples on either side is left out."""
+    rows = _compare_lists(before, after, "states", lambda r: str(r["state"]))
+    return [r for r in rows if any(side and side["samples"] for side in (r["before"], r["after"]))]
+
+
 def compare_keywords(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[ShareRow]:
     """Keyword shares side by side; a keyword missing from one side's set is unmeasured."""
     rows = _compare_lists(before, after, "keywords", lambda r: str(r["keyword"]))
@@ -208,7 +217,8 @@ def _compare_lists(before, after, field: str, name_of) -> list[ShareRow]:
     sides = []
     for stats in (before, after):
         total = int(stats.get("total_samples") or 0)
-        sides.append({name_of(r): share_side(int(r["samples"]), total) for r in stats[field]})
+        rows = stats.get(field) or []
+        sides.append({name_of(r): share_side(int(r["samples"]), total) for r in rows})
     names = list(dict.fromkeys([*sides[0], *sides[1]]))
     rows = [share_row(n, sides[0].get(n), sides[1].get(n)) for n in names]
     return sorted(rows, key=_row_order)
@@ -287,6 +297,7 @@ def compare_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> Compar
     return {
         "before_samples": int(before.get("total_samples") or 0),
         "after_samples": int(after.get("total_samples") or 0),
+        "states": compare_states(before, after),
         "categories": compare_categories(before, after),
         "keywords": compare_keywords(before, after),
         "top_self": compare_frames(before, after, "top_self"),

@@ -1,10 +1,12 @@
-// Capture page: live progress, the interactive flamegraph, stats tables, the lag
-// chart, pinned comments, and the view's state (threads, search, zoomed frame) in
-// the URL so a pasted link opens the same view. Untrusted frame names only ever
-// reach the page through textContent.
+// Capture page: live progress, the findings and thread states (drawn by evidence.js),
+// the interactive flamegraph, stats tables, the lag chart, pinned comments, and the
+// view's state (threads, search, zoomed frame) in the URL so a pasted link opens the
+// same view (`?frame=NAME` zooms to a frame by name, as the group page links do).
+// Untrusted frame names only ever reach the page through textContent.
 (function () {
   "use strict";
   const fd = window.flamedeck;
+  const ev = fd.evidence;
   const data = JSON.parse(document.getElementById("capture-data").textContent);
   const $ = (id) => document.getElementById(id);
   const fmt = (n) => Number(n ?? 0).toLocaleString("en-US");
@@ -15,6 +17,7 @@
     focus: parseFocus(params.get("focus")),
     icicle: params.get("view") === "icicle",
     sandwich: params.get("sandwich") || "",
+    frame: params.get("frame") || "",
   };
   let view = null;
   let sandwichViews = null;
@@ -37,6 +40,7 @@
     set("focus", state.focus && state.focus.length ? JSON.stringify(state.focus) : "");
     set("view", state.icicle ? "icicle" : "");
     set("sandwich", state.sandwich);
+    set("frame", state.frame);
     const query = next.toString();
     history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
     document.querySelectorAll(".keep-state").forEach((input) => { input.value = location.pathname + (query ? "?" + query : ""); });
@@ -46,6 +50,7 @@
   // Frame rows count every occurrence of a frame, so a click opens its sandwich (all
   // callers and callees merged) rather than zooming to one occurrence.
   const frameCell = (name) => el("td", { class: "frame" }, el("button", { type: "button", class: "sandwich-link oneline", "data-frame": name, title: name }, name));
+  const callerButton = (frame, figures = "") => el("button", { type: "button", class: "caller-link frame-link oneline mono", "data-frame": frame, title: `${frame}: ${figures}Click to zoom the flamegraph to it.` }, frame);
   const pctCell = (p) => el("td", { class: "num" }, `${Number(p ?? 0).toFixed(1)}%`);
   const barCell = (p, cls) => el("td", { class: "barcell" }, el("div", { class: `bar ${cls || ""}`, style: `width:${Math.min(100, Math.max(0, p || 0))}%` }));
 
@@ -68,9 +73,7 @@
     if (!entry.samples || !callers.length) return null;
     const items = callers.map((c) => el("li", {},
       el("span", { class: "num" }, `${Math.round((100 * c.samples) / entry.samples)}%`), " from ",
-      c.frame === NO_PYTHON
-        ? el("span", { class: "muted" }, c.frame)
-        : el("button", { type: "button", class: "caller-link frame-link oneline mono", "data-frame": c.frame, title: `${c.frame}: ${fmt(c.samples)} samples, ${Number(c.percent).toFixed(1)}% of all. Click to zoom the flamegraph to it.` }, c.frame)));
+      c.frame === NO_PYTHON ? el("span", { class: "muted" }, c.frame) : callerButton(c.frame, `${fmt(c.samples)} samples, ${Number(c.percent).toFixed(1)}% of all. `)));
     return el("tr", { class: "callers" }, el("td", { colspan: String(span) }, el("ul", { class: "callerlist" }, ...items)));
   }
 
@@ -103,11 +106,27 @@
     $("top-self").replaceChildren(frameTable(stats.top_self, "No samples."));
     $("top-total").replaceChildren(frameTable(stats.top_total, "No samples."));
     $("uncovered").replaceChildren(frameTable(stats.uncovered_native, "Every hot native frame is covered by a keyword (or the capture has no native frames)."));
-    $("threads").replaceChildren(table([["Thread"], ["TID", "num"], [""], ["Samples", "num"], ["Share", "num"]],
-      (stats.threads || []).map((t) => el("tr", {},
-        el("td", {}, el("button", { type: "button", class: "thread-link", "data-tid": String(t.tid), title: "Show only this thread" }, t.name || "(unnamed)")),
-        el("td", { class: "num mono" }, String(t.tid)), barCell(t.percent), el("td", { class: "num" }, fmt(t.samples)), pctCell(t.percent))),
+    const step = ev.stepTids(stats);
+    $("threads").replaceChildren(table([["Thread"], ["TID", "num"], ["States"], ["Active", "num"], ["Samples", "num"], ["Share", "num"]],
+      (stats.threads || []).map((t) => el("tr", { "data-tid": String(t.tid) },
+        el("td", {}, el("button", { type: "button", class: "thread-link", "data-tid": String(t.tid), title: "Show only this thread" }, t.name || "(unnamed)"), step.has(String(t.tid)) ? ev.stepMark() : null),
+        el("td", { class: "num mono" }, String(t.tid)), el("td", { class: "barcell" }, t.states ? ev.stateBar(t.states, "small") : ""),
+        ev.activeCell(t, stats.idle_included), el("td", { class: "num" }, fmt(t.samples)), pctCell(t.percent))),
       "No thread frames (captured without --threads)."));
+    renderStates(stats);
+  }
+
+
+  function renderStates(stats) {
+    const scope = state.threads.length ? `threads ${(stats.threads || []).map((t) => t.name || t.tid).join(", ")}` : "all threads";
+    $("states-scope").textContent = `every sample in exactly one state · ${scope}`;
+    if (!stats.states) {
+      $("states").replaceChildren(el("p", { class: "muted" }, "This capture was analysed before thread states existed: re-analyse it to see them."));
+      return;
+    }
+    $("states-bar").replaceChildren(ev.headline(stats, state.threads.length > 0));
+    $("states").replaceChildren(ev.statesTable(stats, callerButton, state.threads.length > 0));
+    $("hidden-waits-box").replaceChildren(...[ev.hiddenWaits(stats)].filter(Boolean));
   }
 
   // --- flamegraph ------------------------------------------------------------------
@@ -148,6 +167,7 @@
     box.dataset.ready = "1";
     if (state.focus && view.focusPath(state.focus)) showFocus(state.focus);
     if (state.search) { $("fg-search").value = state.search; showSearch(view.search(state.search)); }
+    if (state.frame) { const name = state.frame; state.frame = ""; focusFrame(name); }
   }
 
   function focusFrame(name) {
@@ -375,6 +395,7 @@
   if (data.stats) {
     drawLagChart(data.stats.lag);
     if ($("flamegraph")) {
+      $("findings").replaceChildren(ev.captureFindings(data.stats));
       wireToolbar();
       renderThreadPicker(data.stats.threads);
       loadStats();

@@ -1,7 +1,8 @@
 // Group page: every process side by side, live until every process ends (polling
-// the group's JSON), the process that differs most (only beyond noise), who waits
-// for whom, and the merged flamegraph of the processes that have samples.
-// Every text from the server goes in as text (frame names and errors are untrusted).
+// the group's JSON), the process that differs most (only beyond noise), the stored
+// whole-job report (group_evidence.js), and the merged flamegraph of the processes
+// that have samples. Every text from the server goes in as text (frame names and
+// errors are untrusted).
 (function () {
   "use strict";
   const fd = window.flamedeck;
@@ -98,36 +99,6 @@
     }
   }
 
-  function bar(row) {
-    const wait = el("span", { class: "seg wait" });
-    const compute = el("span", { class: "seg compute" });
-    wait.style.width = `${row.wait_percent}%`;
-    compute.style.width = `${row.compute_percent}%`;
-    return el("div", { class: "waitbar", title: `waiting ${row.wait_percent}% · computing ${row.compute_percent}%` }, compute, wait);
-  }
-
-  function renderWaiting(page) {
-    const w = page.waiting || {};
-    const out = document.getElementById("waiting");
-    if (!w.shown) {
-      const why = {
-        pending: "Shown once every process has ended.",
-        too_few: "Needs at least 2 processes with samples.",
-        skew: `The processes did not sample the same window (start skew ${w.start_skew_s} s), so their waits are not of the same moments.`,
-      }[w.reason] || "";
-      out.replaceChildren(el("p", { class: "muted" }, why));
-      return;
-    }
-    const rows = w.ranks.map((r) => el("tr", { class: r.id === w.straggler ? "straggler" : "", "data-capture": String(r.id) },
-      el("td", {}, el("a", { href: r.url }, r.label), r.id === w.straggler ? el("span", { class: "badge verdict-degraded" }, "the others wait for it") : null),
-      el("td", { class: "num" }, `${fmt(r.compute_percent)}`), el("td", { class: "num" }, `${fmt(r.wait_percent)}`),
-      el("td", {}, r.main_wait || dash), el("td", { class: "num muted" }, r.unknown ? fmt(r.unknown_percent) : ""),
-      el("td", { class: "barcell" }, bar(r))));
-    const head = el("tr", {}, el("th", {}, "process"), el("th", { class: "num" }, "computing %"), el("th", { class: "num" }, "waiting %"),
-      el("th", {}, "mostly waiting in"), el("th", { class: "num", title: "samples under pruned flamegraph nodes, not classified" }, "unknown %"), el("th", {}, ""));
-    out.replaceChildren(el("table", { class: "waiting-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
-  }
-
   function renderFilter(page) {
     const ready = page.rows.filter((row) => row.has_samples);
     const key = ready.map((row) => row.id).join(",");
@@ -189,7 +160,7 @@
     document.getElementById("group-skew").textContent = page.start_skew_s == null ? "waiting for every process to start" : `${page.start_skew_s} s`;
     renderTable(page);
     renderDiffers(page);
-    renderWaiting(page);
+    fd.groupEvidence.render(page.report);
     if (renderFilter(page)) loadFlamegraph().catch((err) => { container.textContent = `Could not load the flamegraph: ${err.message}`; });
   }
 
@@ -202,7 +173,7 @@
     try {
       const page = await fd.fetchJson(first.liveUrl);
       render(page);
-      if (page.final) {
+      if (page.final && !fd.groupEvidence.awaited(page.report)) {
         note.textContent = "";
         drawGpus(page);
         document.body.dataset.groupFinal = "true";
@@ -221,7 +192,7 @@
     loadFlamegraph().catch((err) => { container.textContent = `Could not load the flamegraph: ${err.message}`; });
   });
   render(first);
-  if (first.final) document.body.dataset.groupFinal = "true";
+  if (first.final && !fd.groupEvidence.awaited(first.report)) document.body.dataset.groupFinal = "true";
   else setTimeout(poll, POLL_MS);
   drawGpus(first);
 })();

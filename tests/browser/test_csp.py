@@ -126,6 +126,15 @@ def test_no_page_violates_the_content_security_policy(
     ]
     if group is not None:
         explicit.append(group.get_absolute_url())
+    # Real recordings: findings, thread states, the stored job report, states compared.
+    real = data["real"]
+    straggler_rank = data["job"].captures.order_by("pid").last()
+    explicit += [
+        real.get_absolute_url(),
+        data["job"].get_absolute_url(),
+        f"/compare/?a={straggler_rank.pk}&b={real.pk}",
+        f"{straggler_rank.get_absolute_url()}?frame=metric_per_sample%20(train.py%3A88)",
+    ]
     client.force_login(root)
     context = logged_in_context(chromium, client, live_server.url)
     context.add_init_script(LISTEN)
@@ -225,6 +234,19 @@ def test_panels_dialogs_and_sandwiches_violate_no_policy_for_any_persona(
         "#fg-focus-sandwich:visible",
         wait="#flamegraph[data-ready='1']",
     )
+    step(
+        data["real"].get_absolute_url(),
+        "#findings .frame-link",
+        "#findings .sandwich-link",
+        "#states .caller-link",
+        "#threads .thread-link",
+        wait="#flamegraph[data-ready='1']",
+    )
+    step(
+        data["job"].get_absolute_url(),
+        "#job-report .sandwich-link",
+        wait="#job-report[data-ready='1']",
+    )
     step(failed.get_absolute_url(), "#attempt-log summary")
     step(data["dump"].get_absolute_url(), "details.dumpthread:not([open]) summary")
     step(run.get_absolute_url(), "#processes .capture-more", "#capture-all")
@@ -238,7 +260,8 @@ def test_panels_dialogs_and_sandwiches_violate_no_policy_for_any_persona(
             "#group-flamegraph g.frame >> nth=3",
             "#group-sandwich:visible",
         )
-    wanted = [".sandwich-link", ".caller-link", "#attempt-log", "a.sandwich-after"]
+    wanted = [".sandwich-link", ".caller-link", "#attempt-log", "a.sandwich-after", "#findings"]
+    wanted += ["#job-report .sandwich-link"]
     assert all(any(w in entry for entry in opened) for w in wanted), opened
     if persona == "owner":  # a viewer has no capture buttons or dialogs
         assert all(any(w in e for e in opened) for w in ("#capture-all", ".attach-tree")), opened

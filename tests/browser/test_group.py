@@ -4,7 +4,6 @@ timeline, and frame names that stay text."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_screenshots import shoot
 from tests.profiles.test_group_views import group  # noqa: F401 — the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -26,7 +25,6 @@ def test_the_group_page_draws_the_job_flamegraph_filters_processes_and_shows_gpu
     expect(processes).to_have_count(2)
     expect(page.locator("#gpu-timeline figure")).to_have_count(3)
     expect(page.locator("#gpu-timeline path.gpu-util")).to_have_count(3)
-    shoot(page, "group_detail")
 
 
 def test_a_frame_of_the_merged_flamegraph_opens_its_sandwich_in_its_own_process(

@@ -14,7 +14,7 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from profiles import enqueue, jobs, pyspy, services
+from profiles import enqueue, group_report, jobs, pyspy, services
 from profiles.models import Capture
 from runs import services as run_services
 from runs.models import Host, Run, RunProcess
@@ -115,9 +115,15 @@ def test_the_group_page_follows_its_processes_to_the_end_without_a_reload(
     expect(page.locator("#group-table b")).to_have_count(0)
     expect(page.locator("#process-filter input")).to_have_count(3)
     expect(page.locator("#differs-most")).to_contain_text("local:502 rank-2 differs most")
-    straggler = page.locator("#waiting tr.straggler")
-    expect(straggler).to_contain_text("local:502 rank-2")
-    expect(straggler).to_contain_text("the others wait for it")
+    # Every rank has ended; the report is not stored yet: the page says so and asks
+    # again, and draws the report once the analysis stored it, without a reload.
+    expect(page.locator("#report-reason")).to_contain_text("being stored")
+    group_report.group_report_update(group_id=running_group.pk)
+    straggler = page.locator("#job-ranks tr.straggler")
+    expect(straggler).to_contain_text("rank-2", timeout=10_000)
+    expect(straggler).to_contain_text("straggler")
+    expect(page.locator("#straggler")).to_contain_text("rank-2 is the straggler")
+    expect(page.locator("#job-report")).to_contain_text("No samples (not in the report): rank-3")
     page.wait_for_selector("#group-flamegraph[data-loaded='true']")
     expect(page.locator('#group-flamegraph g[name^="process local:"]')).to_have_count(3)
     expect(page.locator("#gpu-timeline figure")).to_have_count(3)  # drawn once all ended

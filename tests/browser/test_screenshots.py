@@ -1,6 +1,9 @@
 """`make screenshots`: the main pages with realistic data, saved to docs/screenshots/.
 
-Also a check that every page renders without JavaScript errors at a laptop width."""
+The capture and whole-job pages show real recordings (tests/data/jobs/: a 4-rank gloo
+job with host syncs planted, and one whose rank 3 is the planted straggler), analysed
+by the real pipeline. Also a check that every page renders without JavaScript errors
+at a laptop width."""
 
 import pytest
 
@@ -9,6 +12,7 @@ from profiles.models import Capture
 from runs.models import Host, RunProcess, Tag
 from tests.browser.conftest import SCREENSHOTS
 from tests.profiles.test_views import DUMP, LAG_LOG, fake_stats, imported
+from tests.support.recorded_jobs import record_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +43,7 @@ def shoot(page, name: str, full: bool = True) -> None:
 
 
 @pytest.fixture
-def data(owner, teammate):
+def data(owner, teammate, monkeypatch):
     host = Host.objects.create(
         name="gpu-node-3",
         transport="ssh",
@@ -112,18 +116,35 @@ def data(owner, teammate):
     Capture.objects.filter(pk=capture.pk).update(
         host=host, pid=5066, process=p0, kind=Capture.Kind.RECORD, rate=49, duration=30
     )
-    capture.tags.add(Tag.objects.get_or_create(name="after-fix")[0])
-    services.comment_create(
-        capture=capture,
-        author=teammate,
-        frame="cuStreamSynchronize (libcuda.so.1)",
-        body="`loss.item()` forces a **host sync** every step; move it behind the log interval.",
+    annotate(
+        capture,
+        "after-fix",
+        teammate,
+        "cuStreamSynchronize (libcuda.so.1)",
+        "`loss.item()` forces a **host sync** every step; move it behind the log interval.",
     )
     dump = Capture.objects.create(run=run, host=host, pid=5066, kind=Capture.Kind.DUMP)
     pipeline.capture_store_outputs(capture=dump, raw=DUMP.encode(), log="")
     Capture.objects.filter(pk=dump.pk).update(status=Capture.Status.PARSING)
     pipeline.capture_analyze(capture=Capture.objects.get(pk=dump.pk))
-    return {"run": run, "host": host, "capture": capture, "dump": dump}
+    job, _ = record_group(monkeypatch, "straggler", run_name="gloo 4 ranks: rank 3 computes more")
+    hostsync, ranks = record_group(monkeypatch, "hostsync", run_name="gloo 4 ranks: .item() a step")
+    real = Capture.objects.get(pk=ranks[0])
+    annotate(
+        real,
+        "baseline",
+        teammate,
+        "Job.train_step (train.py:142)",
+        "`loss.item()` every step: log it every 50 steps instead.",
+    )
+    return {"run": run, "host": host, "capture": capture, "dump": dump, "job": job, "real": real,
+            "hostsync": hostsync}  # fmt: skip
+
+
+def annotate(capture, tag: str, author, frame: str, body: str) -> None:
+    """A tag and a comment pinned to a frame, as a teammate leaves them."""
+    capture.tags.add(Tag.objects.get_or_create(name=tag)[0])
+    services.comment_create(capture=capture, author=author, frame=frame, body=body)
 
 
 def services_run(name, tag, owner):
@@ -140,9 +161,15 @@ def test_screenshots_of_the_main_pages(open_tab, owner, data):
     shoot(page, "run_detail")
     page.locator("#processes .capture-more").first.click()
     shoot(page, "capture_button_advanced", full=False)
-    page = tab.goto(data["capture"].get_absolute_url())
+    page = tab.goto(data["real"].get_absolute_url())
     page.wait_for_selector("#flamegraph[data-ready='1']")
     shoot(page, "capture_detail")
+    page = tab.goto(data["job"].get_absolute_url())
+    page.wait_for_selector("#job-report[data-ready='1']")
+    page.wait_for_selector("#group-flamegraph[data-loaded='true']")
+    shoot(page, "group_detail")
+    page = tab.goto(data["capture"].get_absolute_url())
+    page.wait_for_selector("#flamegraph[data-ready='1']")
     page.locator('#flamegraph g[name^="main (train.py"]').first.click()
     page.fill("#fg-search", "cuStreamSynchronize")
     page.wait_for_timeout(500)

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from profiles import pipeline, pyspy, services
+from profiles import capture_files, pyspy, services
 from profiles.pyspy.frames import split_location
 from tests.support.requirements import require
 
@@ -78,7 +78,7 @@ def test_the_speedscope_download_validates_and_opens_in_speedscope_with_our_coun
     # counts them for that thread alone (each sample once per frame).
     first = next(r[1] for r in rows if r[0] == "1")
     tid = first.split()[1]
-    ours = pyspy.combine_threads(pipeline.read_thread_tables(capture), [tid])
+    ours = pyspy.combine_threads(capture_files.read_thread_tables(capture), [tid])
     sandwich = Counter((r[2], int(r[0].split()[0])) for r in rows if len(r) == 3 and "(" in r[0])
     expected = Counter((split_location(f["frame"])[0], f["samples"]) for f in ours["top_total"])
     assert sandwich == expected and sum(sandwich.values()) >= 2

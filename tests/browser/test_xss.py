@@ -78,3 +78,44 @@ def test_hostile_text_in_hosts_roles_change_logs_and_command_lines_stays_text(
     host_page = open_tab(host_admin).goto(hostile_world["host"])
     expect(host_page.locator("#process-list")).to_contain_text(f"python {XSS}")
     expect(host_page.locator("#host-changes")).to_contain_text(IMG)
+
+
+def test_hostile_frame_names_in_findings_states_and_the_job_report_stay_text(
+    open_tab,
+    hostile_world,  # noqa: F811
+    teammate,
+):
+    """The evidence the analysis stored, with `<script>`, `<img onerror>`, `<module>`
+    and C++ template frames: drawn as text in the findings, the states' call sites, the
+    threads, the straggler, the classes and the ranks, tooltips (titles) included."""
+    from tests.test_xss_corpus import FRAMES, MODULE, TEMPLATE
+
+    tab = open_tab(teammate)
+    page = tab.goto(hostile_world["capture"].get_absolute_url())
+    findings = page.locator("#findings")
+    expect(findings).to_contain_text(f"title {XSS}")
+    expect(findings.locator(".advice code")).to_have_text([IMG, MODULE, TEMPLATE])
+    expect(findings.locator(".framename")).to_have_text(FRAMES)
+    assert findings.locator(".framename").first.get_attribute("title") == FRAMES[0]
+    caller = page.locator("#states .caller-link").first
+    expect(caller).to_have_text(FRAMES[0])
+    assert caller.get_attribute("title").startswith(FRAMES[0])
+    expect(page.locator("#threads")).to_contain_text(XSS)
+    expect(page.locator("#states")).to_contain_text(XSS)  # thread names beside states
+    group = hostile_world["capture"].run.capture_groups.get()
+    page = tab.goto(group.get_absolute_url())
+    report = page.locator("#job-report[data-ready='1']")
+    expect(report.locator("#straggler .explanation code")).to_have_text(FRAMES)
+    expect(report.locator("#job-classes")).to_contain_text(f"ranks {XSS}: {TEMPLATE}")
+    expect(report.locator("#job-ranks")).to_contain_text(f"RANK={XSS}")
+    expect(report.locator(".findings .framename")).to_have_text(FRAMES)
+    link = report.locator("#straggler a.sandwich-link").first
+    assert link.get_attribute("title").startswith(f"callers and callees of {FRAMES[0]}")
+    for url in (hostile_world["capture"].get_absolute_url(), group.get_absolute_url()):
+        page = tab.goto(url)
+        page.wait_for_load_state("networkidle")
+        injected = (
+            "main img[src=x], main svg[onload], main script:not([src]):not([type]), main module"
+        )
+        assert page.locator(injected).count() == 0, url
+        assert page.evaluate("typeof window.__xss") == "undefined", url

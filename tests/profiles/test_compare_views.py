@@ -276,3 +276,21 @@ def test_the_run_page_partial_points_its_chart_at_the_run_trends():
     run = Run.objects.create(name="partial")
     html = render_to_string("profiles/_run_trends.html", {"run": run})
     assert f'data-trend-url="/runs/{run.pk}/trends.json"' in html
+
+
+def test_the_compare_page_reads_states_before_to_after_with_their_verdicts(teammate_client):
+    from tests import factories
+
+    rank = factories.process(factories.run(), "rank-0")
+    before = factories.capture(rank, factories.state_stats(2000, collective=62), minutes_ago=9)
+    after = factories.capture(rank, factories.state_stats(2000, collective=31))
+    response = teammate_client.get(reverse("compare:compare") + f"?a={after.pk}&b={before.pk}")
+    html = response.content.decode()
+    moved = html.split('id="states-moved">')[1].split("</p>")[0]
+    assert "collective 62.0% → 31.0%" in moved and "compute 38.0% → 69.0%" in moved
+    states = html.split('id="states"')[1].split("</section>")[0]
+    assert 'data-name="collective"' in states and "real change" in states
+    assert 'data-name="idle"' not in states  # no samples on either side
+    api = teammate_client.get(f"/api/compare/?a={before.pk}&b={after.pk}").json()
+    row = next(r for r in api["states"] if r["name"] == "collective")
+    assert (row["before"]["percent"], row["after"]["percent"]) == (62.0, 31.0)

@@ -4,54 +4,20 @@ the ranks' stored stats; the group API carries it, and says why while ranks stil
 The ranks' samples are the real 4-rank straggler job (tests/data/jobs/straggler), handed
 to the real group pipeline with only the remote seam swapped."""
 
-import gzip
-from pathlib import Path
-
 import pytest
 
-from profiles import enqueue, group_pipeline, group_report, jobs, pipeline, pyspy
+from profiles import group_report, jobs, pipeline, pyspy, states
 from profiles.models import Capture, CaptureGroup
-from runs import remote
 from tests import factories
+from tests.support.recorded_jobs import record_group
 
 pytestmark = pytest.mark.django_db
-
-JOBS = Path(__file__).resolve().parents[1] / "data" / "jobs"
-
-
-def recorded(case: str, rank: int) -> tuple[bytes, str]:
-    """The rank's raw samples and py-spy log, as the recorder stored them."""
-    plain = JOBS / case / f"rank-{rank}.txt"
-    raw = (
-        plain.read_bytes() if plain.exists() else gzip.decompress(Path(f"{plain}.gz").read_bytes())
-    )
-    return raw, Path(f"{plain}.log").read_text(encoding="utf-8")
 
 
 @pytest.fixture
 def recorded_group(monkeypatch):
-    """A 4-rank group whose ranks recorded the straggler job; returns (group, ids)."""
-    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
-    run = factories.job_run(ranks=4)
-    group = jobs.capture_group_create(user=None, run=run, duration=10, rate=40, idle=True)
-
-    def fake_record_many(target, pids, settings, session, **kwargs):
-        session.on_ready()
-        results, logs = {}, {}
-        for pid in pids:
-            raw, log = recorded("straggler", pid - factories.FIRST_PID)
-            results[pid] = remote.RecordResult(raw, log, "", 0, "duration", 10.1)
-            logs[pid] = log
-        return remote.ManyResult(results, logs)
-
-    monkeypatch.setattr(remote, "record_many", fake_record_many)
-    ids = list(group.captures.order_by("pid").values_list("pk", flat=True))
-    host_id = Capture.objects.get(pk=ids[0]).host_id
-    parsing = group_pipeline.host_captures_execute(
-        group_id=group.pk, host_id=host_id, capture_ids=ids
-    )
-    assert parsing == ids
-    return group, ids
+    """A 4-rank group whose ranks recorded the straggler job, not analysed yet."""
+    return record_group(monkeypatch, "straggler", analyse=False)
 
 
 def test_no_verdict_while_a_rank_is_still_parsing_and_it_says_why(recorded_group, teammate_client):
@@ -94,19 +60,39 @@ def test_the_report_is_read_from_the_group_not_recomputed_on_view(recorded_group
     assert body["findings"] == [{"rule": "stored"}]
 
 
-def test_a_group_whose_last_rank_failed_gets_its_report_on_first_read_from_the_others(
+def test_a_group_whose_last_rank_fails_stores_its_report_from_the_others_at_that_moment(
     recorded_group, teammate_client
 ):
     group, ids = recorded_group
     for pk in ids[:3]:
         pipeline.capture_analyze_stored(capture_id=pk)
-    Capture.objects.filter(pk=ids[3]).update(status=Capture.Status.FAILED, error="gone")
     assert CaptureGroup.objects.get(pk=group.pk).job_report is None
-    body = teammate_client.get(f"/api/groups/{group.pk}/").json()
-    assert body["job_report_reason"] is None and body["straggler"] is None
+    assert states.capture_mark_failed(capture_id=ids[3], cause="parse", message="gone")
     stored = CaptureGroup.objects.get(pk=group.pk).job_report
     assert stored["without_samples"] == ["rank-3"]
     assert [r["name"] for r in stored["ranks"]] == ["rank-0", "rank-1", "rank-2"]
+    assert stored["captures"] == {f"rank-{n}": pk for n, pk in enumerate(ids)}
+    body = teammate_client.get(f"/api/groups/{group.pk}/").json()
+    assert body["job_report_reason"] is None and body["straggler"] is None
+
+
+def test_a_view_never_computes_a_missing_report_it_says_why_and_the_reaper_stores_it(
+    recorded_group, teammate_client
+):
+    """Two ranks ending in two transactions at once can both miss the report: the page
+    says so (no computing on view) and the reaper's pass stores it."""
+    group, ids = recorded_group
+    for pk in ids:
+        pipeline.capture_analyze_stored(capture_id=pk)
+    CaptureGroup.objects.filter(pk=group.pk).update(job_report=None)
+    for _ in range(2):
+        body = teammate_client.get(f"/api/groups/{group.pk}/").json()
+        assert body["straggler"] is None and "being stored" in body["job_report_reason"]
+    assert CaptureGroup.objects.get(pk=group.pk).job_report is None
+    assert group_report.group_reports_catch_up() == 1
+    assert group_report.group_reports_catch_up() == 0  # stored once
+    body = teammate_client.get(f"/api/groups/{group.pk}/").json()
+    assert body["straggler"]["name"] == "rank-3" and body["job_report_reason"] is None
 
 
 def test_step_threads_set_on_the_run_are_the_ones_the_report_and_findings_read(recorded_group):

@@ -9,9 +9,10 @@ from django.core.files.base import ContentFile
 from django.urls import reverse
 from django.utils import timezone
 
-from profiles import enqueue, jobs
-from profiles.models import Capture
+from profiles import enqueue, group_report, jobs, pyspy
+from profiles.models import Capture, CaptureGroup
 from runs.models import Host, Run, RunProcess
+from tests.support.recorded_jobs import record_group
 
 pytestmark = pytest.mark.django_db
 
@@ -167,7 +168,7 @@ def test_a_running_process_shows_elapsed_lag_and_estimated_samples(teammate_clie
     assert (row["status"], row["elapsed_s"], row["behind_s"]) == ("running", 4.2, 1.3)
     assert (row["samples"], row["samples_estimated"], row["final"]) == (None, 58, False)
     assert row["attaching"] is False
-    assert data["final"] is False and data["waiting"] == {"shown": False, "reason": "pending"}
+    assert data["final"] is False and data["report"]["ready"] is False
 
 
 def test_a_process_py_spy_has_not_attached_to_reads_attaching_and_holds_the_skew(
@@ -257,105 +258,68 @@ def test_the_group_page_queries_stay_bounded(teammate_client, group, django_asse
         teammate_client.get(f"/api/groups/{group.pk}/live/")
 
 
-def _raw(compute: int, nccl: int, sync: int) -> list[str]:
-    step = "thread (1): MainThread;train (train.py:40);step (train.py:12)"
-    return [
-        f"{step};forward (model.py:88);cuLaunchKernel (libcuda.so.1) {compute}",
-        f"{step};all_reduce (distributed.py:2050);ncclAllReduce (libnccl.so.2);"
-        f"pthread_cond_wait (libc.so.6) {nccl}",
-        f"{step};item (train.py:13);cuStreamSynchronize (libcuda.so.1) {sync}",
+def test_the_page_shows_the_stored_report_of_a_real_straggler_job_with_links(
+    teammate_client, monkeypatch
+):
+    group, ids = record_group(monkeypatch, "straggler")
+    report = page_data(teammate_client.get(reverse("profiles:group_detail", args=[group.pk])))[
+        "report"
     ]
+    assert report["ready"] is True
+    assert report["straggler"]["name"] == "rank-3"
+    assert report["findings"][0]["rule"] == "straggler"
+    assert len(report["classes"]) >= 2 and "rank 3" in report["classes"][-1]["label"]
+    assert [r["name"] for r in report["ranks"]] == ["rank-0", "rank-1", "rank-2", "rank-3"]
+    assert report["urls"]["rank-3"] == f"/captures/{ids[3]}/"
+    rank3 = report["ranks"][3]
+    assert rank3["url"] == f"/captures/{ids[3]}/" and rank3["step_threads"] == ["trainer"]
+    assert sum(s["samples"] for s in rank3["states"]) == rank3["samples"]
+    assert all(len(s["user_callers"]) <= 1 for s in rank3["states"])
 
 
-@pytest.fixture
-def job(monkeypatch):
-    """Four ranks analysed by the real engine: rank 2 computes while the others wait."""
-    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
-    run = Run.objects.create(name="job-4")
-    local = Host.objects.get(name="local")
-    for rank in range(4):
-        RunProcess.objects.create(run=run, host=local, pid=200 + rank, role=f"rank-{rank}")
-    group = jobs.capture_group_create(user=None, run=run)
-    mixes = [(100, 250, 50), (110, 240, 50), (380, 10, 10), (90, 260, 50)]
-    for capture, mix in zip(group.captures.order_by("pid"), mixes, strict=True):
-        _store(capture, mix)
-    return group
+def test_the_page_reads_the_report_as_stored_and_never_reclassifies(teammate_client, monkeypatch):
+    """Edit the stored report and the page follows it: nothing is recomputed on view,
+    whatever the keyword sets or rules say today."""
+    group, _ = record_group(monkeypatch, "straggler")
+    stored = CaptureGroup.objects.get(pk=group.pk).job_report
+    stored["straggler"]["name"] = "rank-1"
+    CaptureGroup.objects.filter(pk=group.pk).update(job_report=stored)
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["report"]["straggler"]["name"] == "rank-1"
 
 
-def _store(capture, mix) -> None:
-    from profiles import pyspy
-
-    stats = pyspy.analyze(pyspy.parse_raw_lines(_raw(*mix)))
-    tree = stats.pop("flamegraph")
-    capture.status, capture.stats = "done", stats
-    capture.flamegraph_file.save(
-        "fg.json.gz", ContentFile(gzip.compress(json.dumps(tree).encode()))
-    )
-
-
-def test_the_rank_that_computes_while_the_others_wait_is_named(teammate_client, job):
-    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
-    assert waiting["shown"] is True
-    ranks = waiting["ranks"]
-    assert [r["label"] for r in ranks] == [
-        "local:202 rank-2",
-        "local:201 rank-1",
-        "local:200 rank-0",
-        "local:203 rank-3",
-    ]
-    assert (ranks[0]["compute_percent"], ranks[0]["wait_percent"]) == (95.0, 5.0)
-    assert (ranks[1]["compute_percent"], ranks[1]["wait_percent"]) == (27.5, 72.5)
-    assert waiting["straggler"] == ranks[0]["id"]
-    assert ranks[1]["main_wait"] == "comm"
+def test_no_verdict_while_a_rank_is_still_running_only_the_reason(teammate_client, group):
+    running = group.captures.order_by("pid").first()
+    running.status, running.stats = "running", None
+    running.save()
+    report = teammate_client.get(f"/api/groups/{group.pk}/live/").json()["report"]
+    assert report == {
+        "ready": False,
+        "ended": False,
+        "reason": "1 of 3 ranks have not ended: no verdict until every rank's samples are analysed",
+    }
 
 
-def test_ranks_that_all_wait_alike_name_no_straggler(teammate_client, job):
-    for capture in job.captures.all():
-        _store(capture, (100, 250, 50))
-    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
-    assert waiting["shown"] is True and waiting["straggler"] is None
-
-
-def test_no_straggler_is_named_when_one_other_rank_waits_as_little(teammate_client, job):
-    """Rank 2 waits least, but rank 0 now computes alike: pooled with the two that wait,
-    the others would look far apart; the closest peer says nobody is singled out."""
-    rank0 = job.captures.get(pid=200)
-    _store(rank0, (375, 12, 13))
-    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
-    assert [r["label"] for r in waiting["ranks"]][:2] == ["local:202 rank-2", "local:200 rank-0"]
-    assert waiting["shown"] is True and waiting["straggler"] is None
-
-
-def test_ranks_that_did_not_sample_the_same_window_are_not_compared(
-    teammate_client, job, monkeypatch
+def test_ranks_that_did_not_sample_the_same_window_are_flagged_on_the_report(
+    teammate_client, monkeypatch
 ):
     from profiles import group_selectors
 
+    group, _ = record_group(monkeypatch, "straggler")
     real = group_selectors.jobs.group_summary
     monkeypatch.setattr(
-        group_selectors.jobs, "group_summary", lambda g: {**real(g), "start_skew_s": 30.1}
+        group_selectors.jobs, "group_summary", lambda g: {**real(g), "start_skew_s": 3.2}
     )
-    data = teammate_client.get(f"/api/groups/{job.pk}/live/").json()
-    assert data["waiting"] == {"shown": False, "reason": "skew", "start_skew_s": 30.1}
-    assert data["start_skew_s"] == 30.1
+    report = teammate_client.get(f"/api/groups/{group.pk}/live/").json()["report"]
+    assert (report["same_window"], report["start_skew_s"]) == (False, 3.2)
+    assert report["straggler"]["name"] == "rank-3"  # stored; the page adds the caveat
 
 
-@pytest.mark.parametrize(("skew_s", "shown"), [(1.0, True), (1.5, False), (2.9, False)])
-def test_the_same_window_means_starts_within_one_second_whatever_the_duration(
-    teammate_client, job, monkeypatch, skew_s, shown
-):
-    """A 30 s capture once counted starts 3 s apart as one window (a tenth of it)."""
-    from profiles import group_selectors
+@pytest.mark.parametrize(("skew_s", "same"), [(1.0, True), (1.5, False), (None, False)])
+def test_the_same_window_means_starts_within_one_second(skew_s, same):
+    from profiles.group_selectors import same_window
 
-    job.captures.update(duration=30)
-    real = group_selectors.jobs.group_summary
-    monkeypatch.setattr(
-        group_selectors.jobs, "group_summary", lambda g: {**real(g), "start_skew_s": skew_s}
-    )
-    waiting = teammate_client.get(f"/api/groups/{job.pk}/live/").json()["waiting"]
-    assert waiting["shown"] is shown
-    if not shown:
-        assert waiting == {"shown": False, "reason": "skew", "start_skew_s": skew_s}
+    assert same_window(skew_s) is same
 
 
 def test_capture_all_skips_exited_processes_and_the_group_page_says_so(owner_client, monkeypatch):
@@ -397,14 +361,32 @@ def test_a_64_rank_group_page_stays_bounded_in_queries_and_time(
     )
     group = jobs.capture_group_create(user=None, run=run)
     for n, capture in enumerate(group.captures.order_by("pid")):
-        _store(capture, (400 if n == 17 else 100, 10 if n == 17 else 250, 50))
+        _store(capture, (400, 10) if n == 17 else (100, 250))
+    # Stored as the last rank's analysis stores it (the stats are the engine's).
+    assert group_report.group_report_update(group_id=group.pk) is not None
     teammate_client.get(f"/api/groups/{group.pk}/live/")  # warm: URL resolver, templates
     with django_assert_max_num_queries(10):
         start = time.monotonic()
-        data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+        response = teammate_client.get(f"/api/groups/{group.pk}/live/")
         elapsed = time.monotonic() - start
+    data = response.json()
     with capsys.disabled():
         print(f"\ngroup live JSON, 64 done ranks: {elapsed * 1000:.0f} ms")
-    assert data["waiting"]["ranks"][0]["label"] == "local:1017 rank-17"
-    assert data["waiting"]["straggler"] == data["waiting"]["ranks"][0]["id"]
+    assert data["report"]["straggler"]["name"] == "rank-17"
+    assert len(data["report"]["ranks"]) == 64 and len(data["report"]["classes"]) == 2
+    assert len(response.content) < 80_000  # states with samples, one call site each
     assert data["differs_most"]["label"] == "local:1017 rank-17"
+
+
+def _store(capture, mix) -> None:
+    compute, nccl = mix
+    step = "thread (1): MainThread;train (train.py:40);step (train.py:12)"
+    lines = [
+        f"{step};forward (model.py:88);cuLaunchKernel (libcuda.so.1) {compute}",
+        f"{step};all_reduce (distributed.py:2050);ncclAllReduce (libnccl.so.2);"
+        f"pthread_cond_wait (libc.so.6) {nccl}",
+    ]
+    stats = pyspy.analyze(pyspy.parse_raw_lines(lines))
+    stats.pop("flamegraph")
+    capture.status, capture.stats = "done", stats
+    capture.save()

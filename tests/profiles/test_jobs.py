@@ -45,6 +45,26 @@ def test_a_group_capture_queues_one_capture_per_process_with_the_same_settings(
     assert sorted(queued) == sorted(c.pk for c in captures)
 
 
+def test_whole_job_captures_record_with_idle_unless_asked_off(owner_client, queued):
+    """API, scheduled ticks and direct calls: blocked threads' waits are the point."""
+    local = Host.objects.get(name="local")
+    runs = []
+    for n in range(3):
+        run = Run.objects.create(name=f"job-{n}", status="running", schedule_every_min=5)
+        RunProcess.objects.create(run=run, host=local, pid=2000 + n, role="rank-0")
+        runs.append(run)
+    asked = owner_client.post(f"/api/runs/{runs[0].pk}/capture/", {}, "application/json")
+    refused = owner_client.post(
+        f"/api/runs/{runs[1].pk}/capture/", {"idle": False}, "application/json"
+    )
+    assert (asked.status_code, refused.status_code) == (201, 201)
+    idle = dict(Capture.objects.values_list("run__name", "idle"))
+    assert (idle["job-0"], idle["job-1"]) == (True, False)
+    Run.objects.filter(pk__in=[runs[0].pk, runs[1].pk]).update(schedule_every_min=0)
+    (scheduled,) = jobs.scheduled_captures_due()
+    assert scheduled.run == runs[2] and scheduled.captures.get().idle is True
+
+
 def test_a_run_without_processes_cannot_be_group_captured(queued):
     from django.core.exceptions import ValidationError
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from profiles import jobs, pipeline
+from profiles import capture_files, jobs
 from profiles.models import Capture
 from runs.models import Host, Run, RunProcess
 from tests.support.worker import WorkerProcess
@@ -104,6 +104,7 @@ def test_a_host_going_down_leaves_the_group_partial_and_the_other_capture_intact
     assert says in by_host["node-b"].error
     assert jobs.group_summary(group)["status"] == "partial"
     if when == "during":
-        assert "Sampling process" in pipeline.read_log(by_host["node-b"])  # py-spy's words kept
+        # py-spy's words are kept
+        assert "Sampling process" in capture_files.read_log(by_host["node-b"])
         _wait_while(lambda: pyspy_running(rank_b.pid), timeout_s=10)
         assert not pyspy_running(rank_b.pid), "node-b's py-spy outlived its connection"

@@ -94,3 +94,91 @@ def test_the_checker_sees_relative_and_function_level_imports(tmp_path):
 
 def test_every_layer_names_a_module_that_exists():
     assert all(_module_file(name) for name in PATH_MODULES)
+
+
+# --- pages only read ----------------------------------------------------------------
+# What a page shows about a capture or a whole job was computed at analysis time and
+# stored: modules that serve pages and the API (views, APIs, selectors, template tags)
+# read stored stats, trees and reports, through the storage module (capture_files),
+# never through the worker modules, and never classify samples themselves.
+
+WORKER_MODULES = {
+    "profiles.pipeline",
+    "profiles.group_pipeline",
+    "profiles.group_report",
+    "profiles.tasks",
+}
+CLASSIFIER_MODULES = {
+    f"profiles.pyspy.{name}"
+    for name in (
+        "analysis", "states", "state_rules", "rule_table", "matching", "keywords",
+        "usercode", "findings", "job", "straggler", "functions", "activity", "reading",
+        "raw", "speedscope", "waiting",
+    )
+}  # fmt: skip
+CLASSIFYING_CALLS = {
+    "analyze", "analyze_job", "analyze_lag", "classify", "count_states", "node_states",
+    "findings_for_capture", "findings_for_threads", "step_threads", "thread_tables",
+    "thread_functions", "read_profile", "parse_profile_text", "parse_raw_lines",
+    "parse_dump", "parse_keyword", "is_user_frame", "matcher_for", "wait_split",
+}  # fmt: skip
+PAGE_NAME = ("views", "api", "selectors")
+
+
+def page_files() -> list[Path]:
+    """Every module that serves a page or the API: `*views.py`, `*api.py`,
+    `*selectors.py` of both apps, and the template tags."""
+    found = [
+        path
+        for app in ("profiles", "runs")
+        for path in (ROOT / app).glob("*.py")
+        if path.stem.endswith(PAGE_NAME) and not path.stem.endswith("_schema")
+    ]
+    return sorted(found + list((ROOT / "profiles" / "templatetags").glob("*.py")))
+
+
+def called_names(path: Path) -> set[str]:
+    """The names of every function called in `path` (`f()`, `x.f()`, `a.b.f()`)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                names.add(func.attr)
+            elif isinstance(func, ast.Name):
+                names.add(func.id)
+    return names
+
+
+def page_problems() -> list[str]:
+    wrong = []
+    for path in page_files():
+        name = path.relative_to(ROOT)
+        for target in sorted(imports_of(path)):
+            module = next((m for m in WORKER_MODULES | CLASSIFIER_MODULES if
+                           target == m or target.startswith(f"{m}.")), None)  # fmt: skip
+            if module:
+                wrong.append(f"{name} imports {target}")
+        wrong += [
+            f"{name} calls {call}()" for call in sorted(called_names(path) & CLASSIFYING_CALLS)
+        ]
+    return wrong
+
+
+def test_pages_and_the_api_only_read_what_the_analysis_stored():
+    assert page_problems() == []
+
+
+def test_the_page_guard_sees_pages_of_both_apps_and_what_would_break_it(tmp_path):
+    names = {p.stem for p in page_files()}
+    assert {"views", "api", "selectors", "group_selectors", "group_views", "compare_views"} <= names
+    assert "api_schema" not in names and "flamedeck" in names  # a template tag module
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from profiles import pipeline, pyspy\n"
+        "def page(capture):\n"
+        "    tree = pipeline.read_flamegraph(capture)\n"
+        "    return pyspy.analyze(tree), wait_split(tree, [])\n"
+    )
+    assert {"analyze", "wait_split", "read_flamegraph"} <= called_names(probe)
+    assert "profiles.pipeline" in imports_of(probe, package="profiles")

@@ -8,7 +8,7 @@ import gzip
 
 import pytest
 
-from profiles import enqueue, pipeline, services
+from profiles import capture_files, enqueue, pipeline, services
 from profiles.models import Capture
 from runs import remote
 from runs.models import Host
@@ -64,11 +64,11 @@ def test_a_record_stores_raw_and_log_gzipped_and_ends_done_with_stats(monkeypatc
     assert (target.transport, pid, settings.rate, settings.duration_s) == ("local", 4321, 100, 5)
     with capture.raw_file.open("rb") as fh:
         assert gzip.decompress(fh.read()) == RAW
-    assert pipeline.read_log(capture) == LOG
+    assert capture_files.read_log(capture) == LOG
     assert capture.stats["total_samples"] == 10
     assert capture.stats["lag"]["max_behind_s"] == pytest.approx(1.2)
     assert {t["name"] for t in capture.stats["threads"]} == {"target-0", "target-1"}
-    assert pipeline.read_flamegraph(capture)["value"] == 10
+    assert capture_files.read_flamegraph(capture)["value"] == 10
     assert capture.started_at <= capture.finished_at and capture.worker
 
 
@@ -85,7 +85,7 @@ def test_a_parse_failure_keeps_the_raw_file_and_log(monkeypatch, capture):
     capture.refresh_from_db()
     assert capture.error_cause == "parse"
     assert "raw file and log are kept" in capture.error
-    assert capture.raw_file and pipeline.read_log(capture) == LOG
+    assert capture.raw_file and capture_files.read_log(capture) == LOG
 
 
 def test_a_process_that_exits_mid_capture_is_done_with_a_note(monkeypatch, capture):

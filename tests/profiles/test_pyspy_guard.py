@@ -10,7 +10,7 @@ import time
 import pytest
 from django.db import connection
 
-from profiles import enqueue, group_pipeline, jobs, pipeline, services
+from profiles import capture_files, enqueue, group_pipeline, jobs, pipeline, services
 from profiles.models import Capture
 from runs import remote
 from runs.models import Host, Run, RunProcess
@@ -52,7 +52,7 @@ def _capture(host: Host, pid: int, **settings) -> Capture:
 
 
 def _frames(capture: Capture) -> set[str]:
-    names, stack = set(), [pipeline.read_flamegraph(capture)]
+    names, stack = set(), [capture_files.read_flamegraph(capture)]
     while stack:
         node = stack.pop()
         names.add(node["name"])
@@ -172,7 +172,7 @@ def test_a_target_gone_gets_the_exit_note_even_when_py_spy_misses_it(ssh_host):
     capture.refresh_from_db()
     _report("py-spy's exit line hidden, target killed 1 s into sampling", capture)
     assert capture.status == "done" and capture.stats["total_samples"] > 0
-    assert "Stopped sampling because process exited" not in pipeline.read_log(capture)
+    assert "Stopped sampling because process exited" not in capture_files.read_log(capture)
     assert "The process was gone when py-spy stopped, though py-spy did not say it" in (
         capture.note
     )

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 from django.urls import reverse
 
-from profiles import pipeline, redact, services
+from profiles import capture_files, pipeline, redact, services
 from profiles.models import Capture
 from runs.models import Host
 
@@ -78,7 +78,7 @@ def _download(client, capture, what):
 
 def _sandwich(client, record) -> dict:
     """The sandwich of the parent's real process frame, named in full (a right guess)."""
-    tree = pipeline.read_flamegraph(record)
+    tree = capture_files.read_flamegraph(record)
     (name,) = {n["name"] for n in tree["children"] if SECRET in n["name"]}
     url = reverse("api:capture_sandwich", args=[record.pk]) + "?frame=" + quote(name)
     return client.get(url).json()

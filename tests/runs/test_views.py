@@ -223,6 +223,9 @@ def test_the_run_page_marks_exited_processes_and_plans_capture_all(owner_client,
     assert [p["pid"] for p in plan["plan"]["skipped"]] == [12]
     assert (plan["settings"]["duration"], plan["settings"]["rate"]) == (7, 99)
     assert plan["settings"]["native"] is False and plan["settings"]["threads"] is True
+    # Not remembered on this run: a whole job records with --idle, and the dialog says why.
+    assert plan["settings"]["idle"] is True
+    assert "without it py-spy drops the samples of blocked threads" in html
 
 
 @pytest.mark.django_db

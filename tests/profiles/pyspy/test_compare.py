@@ -224,3 +224,35 @@ def test_the_wilson_interval_covers_about_95_percent_of_simulated_shares(n):
         low, high = compare.wilson_interval(k, n)
         hits += low <= p <= high
     assert math.isclose(hits / trials, 0.95, abs_tol=0.04)
+
+
+def state_rows(*pairs):
+    total = sum(n for _, n in pairs)
+    return [{"state": s, "samples": n, "percent": 100 * n / total} for s, n in pairs]
+
+
+def test_states_compare_with_the_categories_maths_and_read_before_to_after():
+    before = {**stats(1000), "states": state_rows(("compute", 380), ("collective", 620),
+                                                  ("gil", 0))}  # fmt: skip
+    after = {**stats(1000), "states": state_rows(("compute", 690), ("collective", 310),
+                                                 ("gil", 0))}  # fmt: skip
+    rows = {r["name"]: r for r in compare.compare_states(before, after)}
+    assert set(rows) == {"compute", "collective"}  # no samples on either side: left out
+    collective = rows["collective"]
+    assert (collective["before"]["percent"], collective["after"]["percent"]) == (62.0, 31.0)
+    assert collective["verdict"] == compare.REAL_CHANGE and collective["delta_high"] < 0
+    assert collective == compare.share_row(
+        "collective", compare.share_side(620, 1000), compare.share_side(310, 1000)
+    )
+    # Biggest move first; the same 31 points either way, so the larger share leads.
+    assert [r["name"] for r in compare.compare_stats(before, after)["states"]] == [
+        "compute",
+        "collective",
+    ]
+
+
+def test_a_side_analysed_before_states_existed_is_not_measured():
+    before = {"total_samples": 100, "categories": []}
+    after = {"total_samples": 100, "states": state_rows(("compute", 100))}
+    (row,) = compare.compare_states(before, after)
+    assert (row["name"], row["before"], row["verdict"]) == ("compute", None, compare.NOT_MEASURED)

@@ -1,0 +1,62 @@
+"""Whole-job captures made of the real 4-rank recordings in tests/data/jobs/ (see its
+SOURCES.md: straggler, starved, hostsync, backpressure, gil, balanced, straggler_noidle),
+run through the real group pipeline with only the remote seam swapped, then analysed
+by the real analysis step (which stores the job report on the group)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from profiles import enqueue, group_pipeline, jobs, pipeline
+from profiles.models import Capture, CaptureGroup
+from runs import remote
+from tests import factories
+
+JOBS = Path(__file__).resolve().parents[1] / "data" / "jobs"
+RANKS = 4
+NO_IDLE = {"straggler_noidle"}  # recorded without --idle
+
+
+def recorded(case: str, rank: int) -> tuple[bytes, str]:
+    """The rank's raw samples and py-spy log, as the recorder stored them."""
+    plain = JOBS / case / f"rank-{rank}.txt"
+    raw = (
+        plain.read_bytes() if plain.exists() else gzip.decompress(Path(f"{plain}.gz").read_bytes())
+    )
+    return raw, Path(f"{plain}.log").read_text(encoding="utf-8")
+
+
+def record_group(
+    monkeypatch, case: str, *, analyse: bool = True, run_name: str = ""
+) -> tuple[CaptureGroup, list[int]]:
+    """A 4-rank group whose ranks recorded `case`; (group, capture ids by rank).
+
+    With `analyse` every rank is analysed (the last one stores the job report);
+    without, the ranks wait in `parsing` for the test to analyse them."""
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    run = factories.job_run(ranks=RANKS, name=run_name or f"gloo-{case}")
+    group = jobs.capture_group_create(
+        user=None, run=run, duration=10, rate=40, idle=case not in NO_IDLE
+    )
+
+    def fake_record_many(target, pids, settings, session, **kwargs):
+        session.on_ready()
+        results, logs = {}, {}
+        for pid in pids:
+            raw, log = recorded(case, pid - factories.FIRST_PID)
+            results[pid] = remote.RecordResult(raw, log, "", 0, "duration", 10.1)
+            logs[pid] = log
+        return remote.ManyResult(results, logs)
+
+    monkeypatch.setattr(remote, "record_many", fake_record_many)
+    ids = list(group.captures.order_by("pid").values_list("pk", flat=True))
+    host_id = Capture.objects.get(pk=ids[0]).host_id
+    parsing = group_pipeline.host_captures_execute(
+        group_id=group.pk, host_id=host_id, capture_ids=ids
+    )
+    assert parsing == ids
+    if analyse:
+        for pk in ids:
+            assert pipeline.capture_analyze_stored(capture_id=pk) == "done"
+    return group, ids
