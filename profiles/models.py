@@ -8,6 +8,7 @@ from config.params import pid_validators
 from runs.models import Host, Run, RunProcess, Tag
 
 from .artifacts import artifact_storage
+from .comment_html import render_comment
 
 
 class KeywordSet(models.Model):
@@ -244,11 +245,16 @@ class Capture(models.Model):
 
 
 class Comment(models.Model):
-    """A team member's note on a capture, optionally pinned to one frame."""
+    """A team member's note on a capture, optionally pinned to one frame.
+
+    `body_html` is the Markdown `body` rendered and sanitised when the comment is
+    saved (profiles.comment_html), so showing a page never parses Markdown.
+    """
 
     capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="comments")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     body = models.TextField()
+    body_html = models.TextField(blank=True, editable=False)
     frame = models.CharField(max_length=1000, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -258,6 +264,13 @@ class Comment(models.Model):
 
     def __str__(self) -> str:
         return f"Comment by {self.author} on #{self.capture_id}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.body_html = render_comment(self.body)
+        fields = kwargs.get("update_fields")
+        if fields is not None and "body" in fields:
+            kwargs["update_fields"] = {*fields, "body_html"}
+        super().save(*args, **kwargs)
 
 
 class Artifact(models.Model):

@@ -16,6 +16,7 @@ from django.utils import timezone
 from config.params import PID_MAX
 from runs import remote
 from runs.models import Host, Run, RunProcess, Tag
+from runs.permissions import can_remove_any_comment
 from runs.services import LOCAL_OFF, host_target
 
 from . import pipeline
@@ -266,8 +267,11 @@ def comment_update(*, comment: Comment, editor: AbstractBaseUser, body: str) -> 
 
 
 def comment_delete(*, comment: Comment, user: AbstractBaseUser) -> None:
-    if comment.author_id != user.pk:
-        raise PermissionDenied("You can delete only your own comments.")
+    """Its author, a host admin or staff removes a comment."""
+    if comment.author_id != user.pk and not can_remove_any_comment(user):
+        raise PermissionDenied(
+            "You can delete only your own comments (host admins and staff remove any)."
+        )
     comment.delete()
 
 

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from config.params import parse_id, query_id, query_page
 from runs.models import Host, Tag
-from runs.permissions import can_launch
+from runs.permissions import can_launch, can_remove_any_comment
 from runs.services import tags_from_text
 from runs.views import launch_context
 
@@ -145,6 +145,7 @@ def capture_detail(request, pk: int):
         "lag_bad": bool(lag and lag.get("verdict") != "ok" and not lag.get("error")),
         "dump_groups": _dump_groups(stats) if is_dump else [],
         "comments": capture.comments.select_related("author"),
+        "can_remove_comments": can_remove_any_comment(request.user),
         "tags_text": " ".join(t.name for t in capture.tags.all()),
         "keyword_sets": KeywordSet.objects.all(),
         "ks_mismatch": wanted_ks is not None and wanted_ks != capture.keyword_set_id,
