@@ -124,6 +124,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.UploadLimitMiddleware",
+    "config.middleware.RequestBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
