@@ -32,6 +32,7 @@ from .states import (  # noqa: F401 — re-exported: the state machine's public 
     capture_mark_failed,
     capture_transition,
 )
+from .uploads import PreparedUpload, UploadTooLarge, upload_prepare
 
 log = logging.getLogger(__name__)
 
@@ -162,8 +163,16 @@ def capture_import(
     """Store an uploaded raw/speedscope file (plain or gzip) and py-spy's log, then
     analyse it: on the analysis worker with `enqueue=True` (the web page and the API),
     else here (the CLI, tests). Uploads stream from disk into storage, never whole into
-    memory, and are kept even when parsing fails, so nothing uploaded is lost.
+    memory, and are kept even when parsing fails, so nothing uploaded is lost. One
+    that inflates past FLAMEDECK_MAX_UPLOAD_MB raises UploadTooLarge before any row
+    or file is written.
     """
+    samples = _prepared(file, "the samples")
+    try:
+        prepared_log = _prepared(log, "the log") if log is not None else None
+    except UploadTooLarge:
+        samples.file.close()
+        raise
     capture = Capture.objects.create(
         kind=Capture.Kind.IMPORT,
         run=run,
@@ -175,8 +184,17 @@ def capture_import(
         rate=0,
         keyword_set=KeywordSet.objects.filter(is_default=True).first(),
     )
-    capture_store_upload(capture=capture, samples=file, log=log)
+    capture_store_upload(capture=capture, samples=samples, log=prepared_log)
     return _analyze(capture=capture, enqueue=enqueue)
+
+
+def _prepared(upload: UploadedFile, label: str) -> PreparedUpload:
+    from django.conf import settings
+
+    upload.seek(0)
+    name = f"{label} ({(upload.name or 'upload')[:100]})"
+    limit = settings.FLAMEDECK_MAX_UPLOAD_MB * 1024 * 1024
+    return upload_prepare(upload, limit_bytes=limit, label=name)
 
 
 def _analyze(*, capture: Capture, enqueue: bool) -> Capture:

@@ -21,6 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.middleware import refusal
 from config.params import parse_id, query_id, query_page
 from runs.models import Host, Tag
 from runs.permissions import can_launch, can_remove_any_comment
@@ -31,6 +32,7 @@ from . import redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Comment, Keyword, KeywordSet
 from .selectors import capture_rows
+from .uploads import UploadTooLarge
 
 CAPTURES_PER_PAGE = 50
 CHUNK = 64 * 1024
@@ -364,13 +366,16 @@ def capture_import(request):
         request.POST or None, request.FILES or None, initial={"run": query_id(request.GET, "run")}
     )
     if request.method == "POST" and form.is_valid():
-        capture = services.capture_import(
-            user=request.user,
-            file=form.cleaned_data["file"],
-            log=form.cleaned_data["log"],
-            run=form.cleaned_data["run"],
-            enqueue=True,
-        )
+        try:
+            capture = services.capture_import(
+                user=request.user,
+                file=form.cleaned_data["file"],
+                log=form.cleaned_data["log"],
+                run=form.cleaned_data["run"],
+                enqueue=True,
+            )
+        except UploadTooLarge as exc:
+            return refusal(request, str(exc), 413)
         return redirect(capture)
     return render(request, "profiles/capture_import.html", {"form": form})
 
