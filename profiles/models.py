@@ -1,10 +1,12 @@
 """Captures (one py-spy record or dump), keyword sets, and the team's comments."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
 
 from config.params import pid_validators
+from profiles.pyspy import keyword_problem
 from runs.models import Host, Run, RunProcess, Tag
 
 from .artifacts import artifact_storage
@@ -29,17 +31,34 @@ class KeywordSet(models.Model):
         return reverse("profiles:keywordset_detail", args=[self.pk])
 
 
+def keyword_text_problem(category: str, keyword: str) -> str | None:
+    """Why a keyword cannot be saved (too long, or refused by the engine: an invalid or
+    catastrophically backtracking `re:` pattern, one matching every name), or None."""
+    if len(category) > Keyword.CATEGORY_MAX:
+        return f"a category has at most {Keyword.CATEGORY_MAX} characters"
+    if len(keyword) > Keyword.KEYWORD_MAX:
+        return f"a keyword has at most {Keyword.KEYWORD_MAX} characters"
+    return keyword_problem(keyword)
+
+
 class Keyword(models.Model):
+    KEYWORD_MAX = 200
+    CATEGORY_MAX = 50
     keyword_set = models.ForeignKey(KeywordSet, on_delete=models.CASCADE, related_name="keywords")
     position = models.PositiveIntegerField(default=0)
-    keyword = models.CharField(max_length=200)
-    category = models.CharField(max_length=50)
+    keyword = models.CharField(max_length=KEYWORD_MAX)
+    category = models.CharField(max_length=CATEGORY_MAX)
 
     class Meta:
         ordering = ["position", "id"]
 
     def __str__(self) -> str:
         return f"{self.category}: {self.keyword}"
+
+    def clean(self) -> None:
+        problem = keyword_problem(self.keyword)
+        if problem:
+            raise ValidationError({"keyword": problem})
 
 
 class CaptureGroup(models.Model):
