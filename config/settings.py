@@ -276,6 +276,11 @@ FLAMEDECK_KNOWN_HOSTS = env_str("FLAMEDECK_KNOWN_HOSTS") or None
 # Disk budget for raw capture files, enforced by `manage.py prune_raw`.
 FLAMEDECK_RAW_BUDGET_MB = env_int("FLAMEDECK_RAW_BUDGET_MB", 5000, minimum=1)
 FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimum=100)
+# Each analysis runs in a child process under a time limit that grows with the file
+# and a memory limit (profiles.budget); past either it ends failed, naming the limit.
+FLAMEDECK_ANALYSIS_TIME_S = env_int("FLAMEDECK_ANALYSIS_TIME_S", 60, minimum=1)
+FLAMEDECK_ANALYSIS_S_PER_MB = env_int("FLAMEDECK_ANALYSIS_S_PER_MB", 2, minimum=0)
+FLAMEDECK_ANALYSIS_MEMORY_MB = env_int("FLAMEDECK_ANALYSIS_MEMORY_MB", 2048, minimum=64)
 
 # --- static and media ------------------------------------------------------
 STATIC_URL = "static/"

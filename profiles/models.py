@@ -103,7 +103,8 @@ class Capture(models.Model):
         done     → parsing            (re-analysis with another keyword set)
         failed   → parsing            (re-analysis when the raw file was kept)
     Imports are created at parsing. A worker claims a queued capture with a conditional
-    UPDATE, so a redelivered message never starts a second sampler.
+    UPDATE, so a redelivered message never starts a second sampler; the analysis of a
+    parsing capture is claimed the same way, so it runs once per hand-over.
     """
 
     class Kind(models.TextChoices):
@@ -183,6 +184,12 @@ class Capture(models.Model):
     # re-sent it: a queued capture whose message never arrived is re-sent or failed.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     resends = models.PositiveSmallIntegerField(default=0)
+    # The analysis of a parsing capture is claimed with a conditional UPDATE that sets
+    # `analysis_started_at` (the claim's token; cleared at every hand-over to parsing),
+    # so a second delivery of the same capture is a no-op; `analysis_attempts` counts
+    # claims since the hand-over, and the reaper gives up on one that keeps dying.
+    analysis_started_at = models.DateTimeField(null=True, blank=True)
+    analysis_attempts = models.PositiveSmallIntegerField(default=0)
     note = models.TextField(blank=True, help_text="Non-fatal remarks, e.g. the process exited.")
     # data (raw and log are stored gzip-compressed)
     raw_file = models.FileField(

@@ -21,7 +21,7 @@ from runs.services import LOCAL_OFF, host_target
 
 from . import pipeline
 from .capture_files import capture_delete_files, capture_store_upload
-from .enqueue import analysis_enqueue_on_commit, capture_enqueue_on_commit
+from .enqueue import analysis_backlog, analysis_enqueue_on_commit, capture_enqueue_on_commit
 from .models import Capture, CaptureGroup, Comment, KeywordSet
 from .states import (  # noqa: F401 — re-exported: the state machine's public names
     CaptureConflict,
@@ -293,18 +293,52 @@ def comment_delete(*, comment: Comment, user: AbstractBaseUser) -> None:
     comment.delete()
 
 
+MAX_ANALYSIS_ATTEMPTS = 3
+
+
 def capture_analysis_resend(*, cutoff: Any) -> int:
-    """Send stale parsing captures to the analysis queue again (each once per timeout)."""
+    """Send stale parsing captures to the analysis queue again (each once per timeout).
+
+    Analyses heartbeat while they run, so a stale one was claimed by a worker that died
+    (killed, e.g. by the kernel for memory) or was never claimed (its message lost, or
+    waiting behind a backlog: then nothing is sent while the queue holds messages).
+    One whose analysis was started MAX_ANALYSIS_ATTEMPTS times fails instead, so a
+    file that kills workers occupies them a few times, not forever. A capture that
+    failed on an analysis limit is failed already and never comes back here.
+    """
     stale = Capture.objects.filter(status=Status.PARSING, heartbeat_at__lt=cutoff)
+    rows = list(stale.values_list("pk", "analysis_started_at", "analysis_attempts"))
+    backlog = any(claim is None for _, claim, _ in rows) and analysis_backlog()
     resent = 0
-    for capture_id in stale.values_list("pk", flat=True):
-        # The heartbeat bump claims the re-send, so two reapers never both send it.
-        claimed = Capture.objects.filter(
-            pk=capture_id, status=Status.PARSING, heartbeat_at__lt=cutoff
-        ).update(heartbeat_at=timezone.now())
-        if claimed:
-            analysis_enqueue_on_commit(capture_id=capture_id)
-            resent += 1
+    for capture_id, claim, attempts in rows:
+        if claim is not None and attempts >= MAX_ANALYSIS_ATTEMPTS:
+            _analysis_lost(capture_id, attempts, cutoff)
+        elif claim is not None or not backlog:
+            resent += _analysis_resend_one(capture_id, cutoff)
     if resent:
         log.warning("sent %d parsing capture(s) to the analysis queue again", resent)
     return resent
+
+
+def _analysis_resend_one(capture_id: int, cutoff: Any) -> int:
+    # The heartbeat bump claims the re-send, so two reapers never both send it; the
+    # cleared claim lets the new message's analysis take the capture.
+    claimed = Capture.objects.filter(
+        pk=capture_id, status=Status.PARSING, heartbeat_at__lt=cutoff
+    ).update(heartbeat_at=timezone.now(), analysis_started_at=None)
+    if claimed:
+        analysis_enqueue_on_commit(capture_id=capture_id)
+    return claimed
+
+
+def _analysis_lost(capture_id: int, attempts: int, cutoff: Any) -> None:
+    message = (
+        f"Analysis lost: it was started {attempts} times and its worker stopped each time "
+        "without a word (killed, e.g. by the kernel for memory, or its machine went down). "
+        "The raw file and log are kept; re-analyse it once the workers are healthy."
+    )
+    failed = Capture.objects.filter(pk=capture_id, status=Status.PARSING, heartbeat_at__lt=cutoff)
+    if failed.update(
+        status=Status.FAILED, error=message, error_cause="analysis_lost", finished_at=timezone.now()
+    ):
+        log.warning("capture %s: %s", capture_id, message)
