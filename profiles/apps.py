@@ -7,6 +7,8 @@ class ProfilesConfig(AppConfig):
     verbose_name = "Profiles and captures"
 
     def ready(self) -> None:
+        # Registers the Celery tasks in every process: `enqueue` sends them by name.
+        from . import tasks  # noqa: F401
         from .defaults import defaults_ensure
 
         post_migrate.connect(defaults_ensure, sender=self, dispatch_uid="flamedeck-defaults")

@@ -97,3 +97,19 @@ def test_the_checker_sees_relative_and_function_level_imports(tmp_path):
 
 def test_every_layer_names_a_module_that_exists():
     assert all(_module_file(name) for name in PATH_MODULES)
+
+
+def test_enqueue_finds_every_task_it_sends_by_name_in_a_web_process():
+    """Not only in a worker: a web process registers the tasks when Django starts."""
+    import subprocess
+    import sys
+
+    code = (
+        "import django; django.setup()\n"
+        "from profiles import enqueue\n"
+        "for name in (enqueue.RUN_CAPTURE, enqueue.RUN_HOST_CAPTURES, enqueue.ANALYZE_CAPTURE):\n"
+        "    assert enqueue._task(name).name == name\n"
+    )
+    env = {"DJANGO_SETTINGS_MODULE": "config.settings_test", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
