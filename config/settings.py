@@ -195,6 +195,9 @@ else:
     for _sub in ("queue", "processed", "control"):
         (CELERY_BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport with atomic writes (kombu's own lets a consumer read
+    # a half-written message and crash its worker under bursts: config/fs_broker.py).
+    CELERY_BROKER_TRANSPORT = "config.fs_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
