@@ -52,3 +52,4 @@ bench: setup
 	$(PY) bench/bench_pages.py
 	$(PY) bench/bench_capture.py
 	$(PY) bench/bench_group.py
+	$(PY) bench/bench_hostile.py
