@@ -3,7 +3,7 @@ PY := .venv/bin/python
 PORT ?= 8000
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup run test lint format screenshots bench worker static
+.PHONY: setup run test lint format screenshots bench worker static docs
 
 .venv/.installed: pyproject.toml
 	python3 -m venv .venv
@@ -35,6 +35,12 @@ static: setup
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The documentation site (mkdocs.yml) into var/site/; strict: a broken link or anchor,
+# or a page missing from the navigation, fails the build.
+docs: setup
+	@# Never --quiet: it hides the warnings --strict counts, and nothing would fail.
+	.venv/bin/mkdocs build --strict
 
 lint: setup
 	.venv/bin/ruff check .

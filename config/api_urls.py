@@ -2,12 +2,16 @@
 
 from django.urls import path
 
+from config import api_views
 from profiles import api as profiles_api
-from profiles import compare_views, group_views
+from profiles import compare_views, group_views, watch_api
 from runs import api as runs_api
 
 app_name = "api"
 urlpatterns = [
+    path("", api_views.index, name="index"),
+    path("schema/", api_views.schema, name="schema"),
+    path("docs/", api_views.docs, name="docs"),
     path("hosts/", runs_api.host_list, name="host_list"),
     path("hosts/<int:pk>/", runs_api.host_detail, name="host_detail"),
     path("hosts/<int:pk>/check/", runs_api.host_check, name="host_check"),
@@ -34,4 +38,6 @@ urlpatterns = [
     path("captures/<int:pk>/sandwich/", profiles_api.capture_sandwich, name="capture_sandwich"),
     path("captures/<int:pk>/cancel/", profiles_api.capture_cancel, name="capture_cancel"),
     path("compare/", compare_views.compare_api, name="compare"),
+    path("watches/", watch_api.watch_list, name="watch_list"),
+    path("watches/<int:pk>/", watch_api.watch_detail, name="watch_detail"),
 ]

@@ -1,7 +1,7 @@
 """The Celery app, configured from Django settings (keys prefixed CELERY_).
 
 Workers (one per queue kind; `make worker` / `manage.py serve --workers-only` start both,
-and beat; the README's "Production-like set-up" has the per-queue commands):
+and beat; docs/deployment.md has the per-queue commands):
     .venv/bin/celery -A config worker -Q flamedeck,flamedeck.capture --pool threads \
         --concurrency "${FLAMEDECK_CAPTURE_CONCURRENCY:-64}"
     .venv/bin/celery -A config worker -Q flamedeck.analysis --pool prefork
@@ -19,3 +19,5 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Beat's periodic tasks are entry points above the services (profiles/beat.py).
 app.autodiscover_tasks(related_name="beat")
+# Regression watches: judging a capture and sending its messages (profiles/watch_tasks.py).
+app.autodiscover_tasks(related_name="watch_tasks")

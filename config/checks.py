@@ -7,7 +7,7 @@ LOCAL_HOST_ON = Warning(
     "FLAMEDECK_LOCAL_HOST is on by default: a host with transport 'local' runs py-spy "
     "and ps on the web/worker server itself, as the worker's user.",
     hint="Set FLAMEDECK_LOCAL_HOST=0 in production, or FLAMEDECK_LOCAL_HOST=1 to keep a "
-    "local host on purpose (README, Permissions).",
+    "local host on purpose (docs/security.md, Permissions).",
     id="flamedeck.W001",
 )
 

@@ -45,7 +45,7 @@ SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-# HTTPS behind a proxy (README, "Production"): all off by default so `make run` works
+# HTTPS behind a proxy (docs/deployment.md): all off by default so `make run` works
 # on plain http://127.0.0.1.
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
@@ -91,7 +91,7 @@ AXES_COOLOFF_MINUTES = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=AXES_COOLOFF_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # ... and one address is locked for every name once its failures across all names
-# reach this many (runs.auth.LoginThrottleHandler; README, "Security").
+# reach this many (runs.auth.LoginThrottleHandler; docs/security.md).
 FLAMEDECK_LOGIN_IP_FAILURE_LIMIT = env_int("FLAMEDECK_LOGIN_IP_FAILURE_LIMIT", 20, minimum=1)
 AXES_HANDLER = "runs.auth.LoginThrottleHandler"
 AXES_RESET_ON_SUCCESS = True
@@ -117,6 +117,9 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "compressor",
     "csp",
+    "drf_spectacular",
+    # Swagger UI's files as static files of our own origin (the CSP allows no other).
+    "drf_spectacular_sidecar",
     "axes",
     "runs",
     "profiles",
@@ -232,6 +235,7 @@ CELERY_TASK_ROUTES = {
     "profiles.tasks.run_capture": {"queue": FLAMEDECK_CAPTURE_QUEUE},
     "profiles.tasks.run_host_captures": {"queue": FLAMEDECK_CAPTURE_QUEUE},
     "profiles.tasks.analyze_capture": {"queue": FLAMEDECK_ANALYSIS_QUEUE},
+    "profiles.watch_tasks.judge_capture": {"queue": FLAMEDECK_ANALYSIS_QUEUE},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -284,6 +288,13 @@ FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimu
 FLAMEDECK_ANALYSIS_TIME_S = env_int("FLAMEDECK_ANALYSIS_TIME_S", 60, minimum=1)
 FLAMEDECK_ANALYSIS_S_PER_MB = env_int("FLAMEDECK_ANALYSIS_S_PER_MB", 2, minimum=0)
 FLAMEDECK_ANALYSIS_MEMORY_MB = env_int("FLAMEDECK_ANALYSIS_MEMORY_MB", 2048, minimum=64)
+# The dashboard's address as its users reach it: links in watch messages are absolute.
+FLAMEDECK_BASE_URL = (
+    env_url("FLAMEDECK_BASE_URL", ("http", "https")) or "http://127.0.0.1:8000"
+).rstrip("/")
+# Tries of one watch message to one target before it counts as failed (backoff as
+# FLAMEDECK_RETRY_BACKOFF_S).
+FLAMEDECK_NOTIFY_ATTEMPTS = env_int("FLAMEDECK_NOTIFY_ATTEMPTS", 5, minimum=1)
 
 # --- static and media ------------------------------------------------------
 STATIC_URL = "static/"
@@ -339,9 +350,47 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON first, so `*/*` and no Accept header get JSON; a browser (text/html) gets the
+    # same JSON on a page with the API reference's link (config.api_html).
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "config.api_html.JSONPageRenderer",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "config.api_errors.exception_handler",
+}
+# The OpenAPI 3 schema at /api/schema/ and its reference page at /api/docs/ (config.api_docs).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "flamedeck API",
+    "DESCRIPTION": (
+        "Profile distributed training jobs with py-spy: hosts, runs and their processes, "
+        "captures and their evidence, whole-job captures, comparisons. Authenticate with "
+        "a session (the dashboard's login; writes then need the X-CSRFToken header) or "
+        "`Authorization: Token <key>` (`manage.py create_api_token USERNAME`). Anonymous "
+        "requests get 401 or 403. Writes need the operators group; hosts' connection "
+        "fields need host admins."
+    ),
+    "VERSION": "1",
+    # The schema describes the API, not its own endpoints (/api/schema/, /api/docs/).
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": None,
+    # Bodies are JSON (imports: multipart, declared where they are taken); responses JSON.
+    "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
+    "RENDERER_WHITELIST": ["rest_framework.renderers.JSONRenderer"],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "CaptureStatusEnum": "profiles.api_schema.STATUSES",
+        "GroupStatusEnum": "profiles.api_schema.GROUP_STATUSES",
+        "RunStatusEnum": "runs.api_schema.RUN_STATUSES",
+        "CaptureKindEnum": "profiles.api_schema.KINDS",
+        "RequestKindEnum": ["record", "dump"],
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api_schema.finish",
+    ],
 }
 # API tokens from `manage.py create_api_token` expire after this many days (0 = never).
 FLAMEDECK_TOKEN_DAYS = env_int("FLAMEDECK_TOKEN_DAYS", 90, minimum=0)

@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("runs.urls")),
     path("", include("profiles.urls")),
     path("", include("profiles.compare_urls")),
+    path("watches/", include("profiles.watch_urls")),
 ]

@@ -70,3 +70,6 @@ class CaptureAdmin(admin.ModelAdmin):
 class CaptureGroupAdmin(admin.ModelAdmin):
     list_display = ["id", "run", "scheduled", "created_at"]
     raw_id_fields = ["run"]
+
+
+from . import watch_admin  # noqa: E402, F401 — the watches register their own admin

@@ -20,6 +20,7 @@ from profiles import pyspy
 from . import budget
 from .capture_files import export_bytes, gz, local_copy, read_log, replace_file, store_export
 from .models import Capture, KeywordSet
+from .signals import capture_analysed
 from .states import (
     Status,
     capture_analysis_beat,
@@ -74,7 +75,8 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> str:
         log.exception("capture %s: analysis failed", capture.pk)
         cause, reason = "parse", _analysis_failure(exc)
     else:
-        capture_analysis_finish(capture_id=capture.pk, claim=claim, to=final)
+        if capture_analysis_finish(capture_id=capture.pk, claim=claim, to=final):
+            capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
         return final
     message = f"{reason} The raw file and log are kept."
     failed = {"error": message, "error_cause": cause}

@@ -12,6 +12,7 @@ from config.params import ID_MAX, parse_id, parse_int, query_ids, query_int
 from runs.api import api
 from runs.models import Host, Run, RunProcess
 
+from . import api_schema as schema
 from . import jobs, redact, selectors, services
 from .models import Capture, CaptureGroup
 from .uploads import UploadTooLarge
@@ -20,25 +21,40 @@ from .uploads import UploadTooLarge
 class PySpySettingsSerializer(serializers.Serializer):
     """py-spy settings of a capture, with the dashboard's defaults."""
 
-    duration = StrictIntegerField(minimum=1, maximum=ID_MAX, default=30)
-    rate = StrictIntegerField(minimum=1, maximum=2000, default=20)
-    native = serializers.BooleanField(default=True)
-    threads = serializers.BooleanField(default=True)
-    idle = serializers.BooleanField(default=False)
-    gil = serializers.BooleanField(default=False)
-    nonblocking = serializers.BooleanField(default=False)
-    subprocesses = serializers.BooleanField(default=False)
+    duration = StrictIntegerField(
+        minimum=1,
+        maximum=ID_MAX,
+        default=30,
+        help_text="Seconds of sampling (at most FLAMEDECK_MAX_DURATION_S, 600).",
+    )
+    rate = StrictIntegerField(minimum=1, maximum=2000, default=20, help_text="Samples a second.")
+    native = serializers.BooleanField(default=True, help_text="C/C++ frames too (--native).")
+    threads = serializers.BooleanField(default=True, help_text="Per-thread stacks (--threads).")
+    idle = serializers.BooleanField(
+        default=False, help_text="Keep idle threads' samples (--idle): waits become visible."
+    )
+    gil = serializers.BooleanField(default=False, help_text="Only threads holding the GIL.")
+    nonblocking = serializers.BooleanField(
+        default=False, help_text="Never pause the process (--nonblocking); not with native."
+    )
+    subprocesses = serializers.BooleanField(
+        default=False, help_text="Its child processes too (--subprocesses)."
+    )
 
 
 class CaptureRequestSerializer(PySpySettingsSerializer):
     """A capture of `host` + `pid`, or of a run's `process` (which gives both)."""
 
-    host = serializers.CharField(required=False, max_length=200)
-    pid = PidField(required=False)
-    process = IdField(required=False, allow_null=True)
-    kind = serializers.ChoiceField(choices=["record", "dump"], default="record")
+    host = serializers.CharField(required=False, max_length=200, help_text="Host name or id.")
+    pid = PidField(required=False, help_text="Process id on that host.")
+    process = IdField(
+        required=False, allow_null=True, help_text="A run process's id (instead of host+pid)."
+    )
+    kind = serializers.ChoiceField(
+        choices=["record", "dump"], default="record", help_text="py-spy record or dump."
+    )
     dump_locals = serializers.BooleanField(default=False, help_text="dump: py-spy --locals")
-    run = IdField(required=False, allow_null=True)
+    run = IdField(required=False, allow_null=True, help_text="File it under this run's id.")
 
     def validate_process(self, value: int | None) -> RunProcess | None:
         if value is None:
@@ -103,6 +119,7 @@ def _threads_param(request) -> list[str] | None:
     return values or None
 
 
+@schema.capture_list(CaptureRequestSerializer)
 @api(["GET", "POST"])
 def capture_list(request):
     if request.method == "GET":
@@ -145,6 +162,7 @@ def _conflict(exc: "services.CaptureConflict") -> Response:
     return Response(body, status=status.HTTP_409_CONFLICT)
 
 
+@schema.capture_detail
 @api(["GET"])
 def capture_detail(request, pk: int):
     capture = get_object_or_404(Capture.objects.select_related("host"), pk=pk)
@@ -154,6 +172,7 @@ def capture_detail(request, pk: int):
     return Response(data)
 
 
+@schema.capture_flamegraph
 @api(["GET"])
 def capture_flamegraph(request, pk: int):
     capture = get_object_or_404(Capture, pk=pk)
@@ -169,6 +188,7 @@ def capture_flamegraph(request, pk: int):
     return Response(tree)
 
 
+@schema.capture_cancel
 @api(["POST"])
 def capture_cancel(request, pk: int):
     capture = get_object_or_404(Capture, pk=pk)
@@ -184,6 +204,7 @@ def capture_cancel(request, pk: int):
     return Response({"id": capture.pk, "status": capture.status, "cancel_requested": True})
 
 
+@schema.capture_import
 @api(["POST"])
 def capture_import(request):
     upload = request.FILES.get("file")
@@ -220,6 +241,7 @@ def group_json(group: CaptureGroup) -> dict:
     }
 
 
+@schema.run_capture_all(PySpySettingsSerializer)
 @api(["POST"])
 def run_capture_all(request, pk: int):
     """Capture every process of the run at once, with the same settings."""
@@ -238,11 +260,13 @@ def run_capture_all(request, pk: int):
     return Response(group_json(group), status=status.HTTP_201_CREATED)
 
 
+@schema.group_detail
 @api(["GET"])
 def group_detail(request, pk: int):
     return Response(group_json(get_object_or_404(CaptureGroup, pk=pk)))
 
 
+@schema.group_flamegraph
 @api(["GET"])
 def group_flamegraph(request, pk: int):
     group = get_object_or_404(CaptureGroup, pk=pk)
@@ -254,6 +278,7 @@ def group_flamegraph(request, pk: int):
     return Response(tree)
 
 
+@schema.capture_sandwich
 @api(["GET"])
 def capture_sandwich(request, pk: int):
     """`?frame=NAME[&thread=…&max_nodes=]`: callers and callees of one frame."""

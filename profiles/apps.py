@@ -8,7 +8,10 @@ class ProfilesConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the Celery tasks in every process: `enqueue` sends them by name.
-        from . import tasks  # noqa: F401
+        from . import tasks, watch_tasks  # noqa: F401
         from .defaults import defaults_ensure
+        from .signals import capture_analysed
+        from .watches import capture_analysed_received
 
         post_migrate.connect(defaults_ensure, sender=self, dispatch_uid="flamedeck-defaults")
+        capture_analysed.connect(capture_analysed_received, dispatch_uid="flamedeck-watches")

@@ -25,7 +25,7 @@ from profiles.pyspy import compare as engine
 from runs.api import api
 from runs.models import Run
 
-from . import pipeline, selectors
+from . import api_schema, pipeline, selectors
 from .models import Capture, Keyword
 
 DIFF_MAX_NODES = 3000
@@ -235,6 +235,7 @@ def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+@api_schema.compare
 @api(["GET"])
 def compare_api(request) -> Response:
     """`GET /api/compare/?a=&b=[&thread=]`: the numbers the compare page shows."""

@@ -23,10 +23,12 @@ log = logging.getLogger(__name__)
 RUN_CAPTURE = "profiles.tasks.run_capture"
 RUN_HOST_CAPTURES = "profiles.tasks.run_host_captures"
 ANALYZE_CAPTURE = "profiles.tasks.analyze_capture"
+JUDGE_CAPTURE = "profiles.watch_tasks.judge_capture"
 
 
 def _task(name: str):
-    """A task of profiles.tasks by name (as routed in CELERY_TASK_ROUTES)."""
+    """A task of profiles.tasks or profiles.watch_tasks by name (as routed in
+    CELERY_TASK_ROUTES)."""
     return current_app.tasks[name]
 
 
@@ -94,3 +96,16 @@ def group_enqueue(*, group: CaptureGroup) -> None:
 
 def group_enqueue_on_commit(*, group: CaptureGroup) -> None:
     transaction.on_commit(lambda: group_enqueue(group=group), robust=True)
+
+
+def judge_enqueue(*, capture_id: int) -> None:
+    """Judge a done capture against the watches of its rank (analysis queue). A broker
+    that cannot be reached skips it: the capture stays unjudged, nothing is lost."""
+    try:
+        broker.send(_task(JUDGE_CAPTURE), args=[capture_id])
+    except broker.QueueUnavailable as exc:
+        log.warning("capture %s is not judged against its watches: %s", capture_id, exc)
+
+
+def judge_enqueue_on_commit(*, capture_id: int) -> None:
+    transaction.on_commit(lambda: judge_enqueue(capture_id=capture_id), robust=True)

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from runs.api import api
 from runs.permissions import can_launch
 
-from . import group_selectors
+from . import api_schema, group_selectors
 from .models import CaptureGroup
 
 
@@ -30,6 +30,7 @@ def group_detail(request, pk: int):
     return render(request, "profiles/group_detail.html", context)
 
 
+@api_schema.group_live
 @api(["GET"])
 def group_live(request, pk: int):
     """The group page's numbers; the page polls it until every process has ended."""

@@ -309,3 +309,7 @@ class Artifact(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# Regression watches (docs/watches.md): their own module, registered with this app here.
+from .watch_models import Alert, Delivery, Judgement, NotifyTarget, Watch  # noqa: E402, F401

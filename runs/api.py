@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from config.api_fields import StrictIntegerField
 from config.params import parse_pid
 
+from . import api_schema as schema
 from . import selectors, services
 from .forms import clean_capture_settings
 from .models import Host, Run, RunProcess
@@ -23,12 +24,19 @@ from .permissions import CanLaunchOrReadOnly, redact_check
 
 
 class HostSerializer(serializers.ModelSerializer):
-    port = StrictIntegerField(minimum=1, maximum=65535, required=False, allow_null=True)
+    port = StrictIntegerField(
+        minimum=1,
+        maximum=65535,
+        required=False,
+        allow_null=True,
+        help_text=schema.HOST_FIELDS["port"],
+    )
 
     class Meta:
         model = Host
         fields = ["id", *Host.EDITABLE_FIELDS, "last_check", "last_checked_at"]
         read_only_fields = ["last_check", "last_checked_at"]
+        extra_kwargs = schema.described(schema.HOST_FIELDS)
 
     def to_representation(self, instance: Host) -> dict:
         data = super().to_representation(instance)
@@ -51,7 +59,9 @@ class HostSerializer(serializers.ModelSerializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
-    tags = serializers.SlugRelatedField(many=True, read_only=True, slug_field="name")
+    tags = serializers.SlugRelatedField(
+        many=True, read_only=True, slug_field="name", help_text=schema.RUN_FIELDS["tags"]
+    )
 
     class Meta:
         model = Run
@@ -65,6 +75,7 @@ class RunSerializer(serializers.ModelSerializer):
             "ended_at",
             "created_at",
         ]
+        extra_kwargs = schema.described(schema.RUN_FIELDS)
 
 
 def _invalid(exc: DjangoValidationError) -> ValidationError:
@@ -91,6 +102,7 @@ def api(methods: list[str], permissions=(CanLaunchOrReadOnly,)):
     return decorate
 
 
+@schema.host_list(HostSerializer)
 @api(["GET", "POST"])
 def host_list(request):
     if request.method == "POST":
@@ -104,6 +116,7 @@ def host_list(request):
     return Response(hosts.data)
 
 
+@schema.host_detail(HostSerializer)
 @api(["GET", "PATCH"])
 def host_detail(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
@@ -116,6 +129,7 @@ def host_detail(request, pk: int):
     return Response(HostSerializer(host, context={"user": request.user}).data)
 
 
+@schema.host_check
 @api(["POST"])
 def host_check(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
@@ -123,6 +137,7 @@ def host_check(request, pk: int):
     return Response(redact_check(result, local=host.is_local, user=request.user))
 
 
+@schema.run_list(RunSerializer)
 @api(["GET", "POST"])
 def run_list(request):
     if request.method == "POST":
@@ -139,6 +154,7 @@ def run_list(request):
     return Response(RunSerializer(runs, many=True).data)
 
 
+@schema.run_detail(RunSerializer)
 @api(["GET", "PATCH"])
 def run_detail(request, pk: int):
     """The run with its processes; PATCH stores `capture_settings` ("Capture all")."""
@@ -180,6 +196,7 @@ def _role(value: object) -> str:
     return value
 
 
+@schema.run_processes
 @api(["GET", "POST"])
 def run_processes(request, pk: int):
     """List, or attach `{host: id or name, pid, role}`: 201 new, 200 already attached."""
@@ -196,6 +213,7 @@ def run_processes(request, pk: int):
     return Response(body, status=status.HTTP_201_CREATED if attached.created else 200)
 
 
+@schema.run_process_detail
 @api(["DELETE"])
 def run_process_detail(request, pk: int, process_pk: int):
     process = get_object_or_404(RunProcess, pk=process_pk, run_id=pk)
@@ -206,6 +224,7 @@ def run_process_detail(request, pk: int, process_pk: int):
 CHECK_FRESH_S = 15
 
 
+@schema.run_processes_check
 @api(["POST"], permissions=(IsAuthenticated,))
 def run_processes_check(request, pk: int):
     """Ask every host of the run which processes still run (bounded; see services).
@@ -228,6 +247,7 @@ def run_processes_check(request, pk: int):
     )
 
 
+@schema.register
 @api(["POST"])
 def register(request):
     """A launcher's rank attaches itself: `{run: name, host: name, pid, role}`."""
@@ -240,7 +260,12 @@ def register(request):
         user=request.user, run_name=name.strip(), host=host, pid=pid, role=role
     )
     body = {
-        "run": {"id": run.pk, "name": run.name, "url": run.get_absolute_url()},
+        # Absolute: the registering rank prints it, far from any browser tab.
+        "run": {
+            "id": run.pk,
+            "name": run.name,
+            "url": request.build_absolute_uri(run.get_absolute_url()),
+        },
         "run_created": run_created,
         "process": selectors.process_json(attached.process),
         "created": attached.created,

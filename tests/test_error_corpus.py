@@ -8,7 +8,7 @@ Then bad query values for every integer parameter a page or the API reads,
 malformed, oversized and deeply nested bodies, wrong content types, unusable hosts
 and PIDs, and imports with non-finite numbers. Every answer must be below 500.
 
-`-s` prints how many requests were sent (the README quotes the figure).
+`-s` prints how many requests were sent (docs/figures.md quotes the figure).
 """
 
 import io

@@ -84,8 +84,8 @@ def test_token_authenticated_api_calls_need_no_csrf_token(world, root):  # noqa:
     client = Client(enforce_csrf_checks=True, raise_request_exception=False)
     auth = {"HTTP_AUTHORIZATION": f"Token {key}"}
     checked = 0
-    for url, _name, _route in real_urls(world["ids"]):
-        if not url.startswith("/api/"):
+    for url, name, _route in real_urls(world["ids"]):
+        if not url.startswith("/api/") or name == "docs":  # the reference is a page
             continue
         for method in WRITES:
             response = getattr(client, method)(url, content_type="application/json", **auth)

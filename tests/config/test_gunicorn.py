@@ -41,7 +41,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def gunicorn(tmp_path):
-    """`make static` (the README's step: collectstatic, offline bundles, pre-gzipped),
+    """`make static` (docs/deployment.md's step: collectstatic, offline bundles, pre-gzipped),
     then `gunicorn config.wsgi` for real."""
     env = {**worker_env(), "FLAMEDECK_VAR_DIR": str(tmp_path), "COMPRESS_OFFLINE": "1"}
     env.update(ALLOWED_HOSTS="127.0.0.1", DEBUG="0")
@@ -126,6 +126,7 @@ def _pages(django_user_model) -> list[str]:
         f"/runs/{run.pk}/edit/",
         "/hosts/new/",
         f"/hosts/{host.pk}/edit/",
+        "/api/docs/",  # Swagger UI's files beside the bundles, hashed and cached too
     ]
 
 

@@ -1,5 +1,5 @@
 """Production hardening from the environment: `check --deploy` is clean with the
-README's production variables, the HTTPS settings are typed and fail loudly, and
+production variables of docs/deployment.md, the HTTPS settings are typed and fail loudly, and
 every response carries the Content-Security-Policy."""
 
 import base64
@@ -15,14 +15,14 @@ from django.urls import reverse
 from config.env import env_proxy_ssl_header
 from tests.config.test_settings import _manage
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-# The README's "..." stands for a real key; check --deploy judges its length and variety.
+DEPLOYMENT = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
+# The page's "..." stands for a real key; check --deploy judges its length and variety.
 SECRET_KEY = "x7Qm2vN9rT4kW1pL8sZ3cB6yH0dF5gJ2aE9uR4tY7iO1wQ3eS6zX8cV0bN5mK2lP"
 
 
-def readme_production_variables() -> dict[str, str]:
-    """Every `export NAME=value` of the README's production set-up, as listed there."""
-    text = README.read_text(encoding="utf-8")
+def documented_production_variables() -> dict[str, str]:
+    """Every `export NAME=value` of the documented production set-up, as listed there."""
+    text = DEPLOYMENT.read_text(encoding="utf-8")
     section = text.split("## Production-like set-up", 1)[1].split("\n## ", 1)[0]
     block = section.split("```sh", 1)[1].split("```", 1)[0]
     found = {}
@@ -33,15 +33,15 @@ def readme_production_variables() -> dict[str, str]:
     return found
 
 
-PRODUCTION = {**readme_production_variables(), "SECRET_KEY": SECRET_KEY}
+PRODUCTION = {**documented_production_variables(), "SECRET_KEY": SECRET_KEY}
 
 
-def test_the_readme_lists_the_variables_a_deployment_needs():
+def test_the_deployment_page_lists_the_variables_a_deployment_needs():
     needed = ["SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SECURE_COOKIES"]
     needed += ["SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "FLAMEDECK_LOCAL_HOST"]
     for name in needed:
-        assert name in readme_production_variables(), name
-    assert readme_production_variables()["FLAMEDECK_LOCAL_HOST"] == "0"
+        assert name in documented_production_variables(), name
+    assert documented_production_variables()["FLAMEDECK_LOCAL_HOST"] == "0"
 
 
 def test_check_deploy_is_clean_with_the_production_variables(tmp_path, monkeypatch):

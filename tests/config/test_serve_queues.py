@@ -1,4 +1,4 @@
-"""The worker commands the README gives: a plain `celery -A config worker` (no -Q,
+"""The worker commands docs/deployment.md gives: a plain `celery -A config worker` (no -Q,
 as DESIGN.md's "celery -A config worker") consumes every queue, captures and analyses
 included. The per-queue commands (`-Q …`) keep working: `manage.py serve` and
 tests/support/worker.py start those, so every test with a real worker runs them."""

@@ -3,7 +3,7 @@
 Real parts throughout: the API in this process, Celery workers (prefork) with beat's
 reaper on Redis, OpenSSH's sshd on loopback, py-spy against real Python processes,
 a private redis-server for the broker restart, a socket that accepts TCP and never
-speaks SSH. The cases run side by side; `pytest -s` prints the table the README
+speaks SSH. The cases run side by side; `pytest -s` prints the table docs/figures.md
 quotes (case, outcome, seconds from request to final state, the bound).
 """
 
@@ -343,8 +343,8 @@ def _pid_exits(api, host, loads) -> Case:
     # that py-spy keeps stopping to sample can take seconds longer to reach its exit).
     # --nonblocking (so without --native, which needs the pause): a process killed
     # while py-spy holds it stopped (ptrace, the default) can leave py-spy 0.4.3 hung
-    # or blind to the exit, 2 runs in 11 here under load (README, "A process
-    # killed mid-sample"); not what this case tests.
+    # or blind to the exit, 2 runs in 11 here under load (docs/troubleshooting.md, "A
+    # process killed mid-sample"); not what this case tests.
     load = loads["exits"] = start_workload(threads=2)
     case = Case("process exits mid-capture", "done", DURATION + HEARTBEAT_S)
 

@@ -107,7 +107,9 @@ def test_enqueue_finds_every_task_it_sends_by_name_in_a_web_process():
     code = (
         "import django; django.setup()\n"
         "from profiles import enqueue\n"
-        "for name in (enqueue.RUN_CAPTURE, enqueue.RUN_HOST_CAPTURES, enqueue.ANALYZE_CAPTURE):\n"
+        "names = (enqueue.RUN_CAPTURE, enqueue.RUN_HOST_CAPTURES, enqueue.ANALYZE_CAPTURE,\n"
+        "         enqueue.JUDGE_CAPTURE)\n"
+        "for name in names:\n"
         "    assert enqueue._task(name).name == name\n"
     )
     env = {"DJANGO_SETTINGS_MODULE": "config.settings_test", "PATH": "/usr/bin:/bin"}

@@ -13,20 +13,25 @@ import pytest
 from runs.models import Run
 from runs.tokens import api_token_create
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README, JOBS_PAGE = ROOT / "README.md", ROOT / "docs" / "jobs.md"
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def snippet() -> str:
-    text = README.read_text()
+def snippet(page: Path = README) -> str:
+    text = page.read_text()
     block = re.search(
         r"<!-- register-snippet:start -->\n```python\n(.*?)```\n<!-- register-snippet:end -->",
         text,
         re.S,
     )
-    assert block, "README lost its register snippet markers"
+    assert block, f"{page.name} lost its register snippet markers"
     return block.group(1)
+
+
+def test_the_docs_show_the_same_snippet_as_the_readme():
+    assert snippet(JOBS_PAGE) == snippet(README)
 
 
 def _rank(code: str, env: dict[str, str]) -> subprocess.Popen:
@@ -55,7 +60,8 @@ def test_the_readme_snippet_registers_every_rank_into_one_run(live_server, owner
     lines = [_first_line(p) for p in ranks]
     run = Run.objects.get(name="snippet-job")
     assert all(line.startswith("flamedeck: snippet-job rank rank-") for line in lines), lines
-    assert all(run.get_absolute_url() in line for line in lines)
+    # Absolute, so the line in a training log can be opened as it is.
+    assert all(f" {live_server.url}{run.get_absolute_url()}" in line for line in lines), lines
     assert sorted(run.processes.values_list("pid", flat=True)) == pids
     assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1"]
     assert run.started_at is not None

@@ -21,7 +21,7 @@ from tests.support.workload import Workload, pyspy_running, start_workload
 
 SHORT = RecordSettings(duration_s=3, rate=50)
 # For a process ended mid-window: a process killed while py-spy holds it stopped
-# (ptrace, the default) can leave py-spy 0.4.3 hung or blind to the exit (README).
+# (ptrace, the default) can leave py-spy 0.4.3 hung or blind to the exit (docs/troubleshooting.md).
 NONBLOCKING_5S = RecordSettings(duration_s=5, rate=50, native=False, nonblocking=True)
 TRANSPORTS = ["local", pytest.param("ssh", marks=pytest.mark.sshd)]
 

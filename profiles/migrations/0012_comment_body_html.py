@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('profiles', '0010_operator_permission_label'),
+        ('profiles', '0011_regression_watches'),
     ]
 
     operations = [

@@ -1,0 +1,72 @@
+"""The API's own front door: `/api/` (an index), `/api/schema/` (OpenAPI 3, generated
+from the views by drf-spectacular) and `/api/docs/` (Swagger UI on that schema,
+served from this origin so the Content-Security-Policy holds)."""
+
+import re
+
+from django.contrib.auth.decorators import login_not_required
+from django.shortcuts import render
+from django.urls import URLPattern, reverse
+from django.views.decorators.http import require_GET
+from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework import serializers
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from config import api_schema
+
+# Anonymous callers get 401/403 from DRF, not the login page (contract 3).
+schema = login_not_required(SpectacularAPIView.as_view())
+
+
+@require_GET
+def docs(request):
+    """The browsable reference; a page, so an anonymous visitor is sent to log in."""
+    return render(request, "api/docs.html", {"schema_url": reverse("api:schema")})
+
+
+def endpoint_paths(patterns: list[URLPattern]) -> list[str]:
+    """Every endpoint path of the API as the schema writes it (`{id}` for `<int:pk>`)."""
+    paths = []
+    for pattern in patterns:
+        route = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+        if pattern.name not in ("index", "schema", "docs"):
+            paths.append("/api/" + route.replace("{pk}", "{id}"))
+    return list(dict.fromkeys(paths))
+
+
+INDEX = inline_serializer(
+    "ApiIndex",
+    {
+        "schema": serializers.URLField(help_text="The OpenAPI 3 schema (YAML; ?format=json)."),
+        "docs": serializers.URLField(help_text="The browsable reference (Swagger UI)."),
+        "authentication": serializers.CharField(help_text="How to authenticate."),
+        "endpoints": serializers.ListField(
+            child=serializers.CharField(), help_text="Every endpoint path, `{id}` for an id."
+        ),
+    },
+)
+
+
+@extend_schema(
+    summary="Where the schema and the reference are",
+    responses={200: INDEX, **api_schema.errors(401, 403)},
+    tags=["api"],
+)
+@login_not_required
+@api_view(["GET"])
+@permission_classes([IsAuthenticated])
+def index(request):
+    from config.api_urls import urlpatterns  # the list this view is part of
+
+    return Response(
+        {
+            "schema": request.build_absolute_uri(reverse("api:schema")),
+            "docs": request.build_absolute_uri(reverse("api:docs")),
+            "authentication": "A session, or `Authorization: Token <key>` "
+            "(manage.py create_api_token USERNAME).",
+            "endpoints": endpoint_paths(urlpatterns),
+        }
+    )

@@ -1,0 +1,441 @@
+"""The OpenAPI description of the capture, group and compare endpoints: answer shapes
+with every field described, and one `extend_schema` decorator per view.
+
+Documentation only (the views build their answers themselves);
+tests/config/test_api_schema.py validates real answers against these shapes, so a
+field a view starts to answer must be described here too. The analysis fields
+follow the CLI's contract (profiles/pyspy/types.py, docs/engine.md).
+"""
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers as s
+
+from config.api_schema import (
+    FLAME_NODE_REF,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    FlameNodeField,
+    errors,
+    list_and_create,
+)
+from profiles.models import Capture
+
+CAPTURES, GROUPS, COMPARE = ["captures"], ["whole-job captures"], ["compare"]
+VERDICTS = ["ok", "degraded", "unreliable"]
+STATUSES = ["queued", "running", "parsing", "done", "failed", "cancelled"]
+GROUP_STATUSES = ["running", "done", "partial", "failed"]
+KINDS = Capture.Kind.values
+
+
+class FrameStatSerializer(s.Serializer):
+    frame = s.CharField(help_text="`function (file.py:line)` or `symbol (library.so)`.")
+    samples = s.IntegerField(help_text="Samples, each counted once.")
+    percent = s.FloatField(help_text="Share of all samples, 0–100.")
+
+
+class ShareSerializer(s.Serializer):
+    samples = s.IntegerField(help_text="Samples that match (once per sample).")
+    percent = s.FloatField(help_text="Share of all samples, 0–100.")
+    python_callers = FrameStatSerializer(
+        many=True,
+        help_text="Nearest Python frame above the first match, once per sample; top 10.",
+    )
+    user_callers = FrameStatSerializer(
+        many=True,
+        required=False,
+        help_text="Like python_callers, the nearest frame of the user's own code.",
+    )
+
+
+class KeywordStatSerializer(ShareSerializer):
+    keyword = s.CharField(help_text="The keyword (substring, `=name`, `re:…`, `X under Y`).")
+    category = s.CharField(help_text="Its category (launch, sync, alloc, …).")
+
+
+class CategoryStatSerializer(ShareSerializer):
+    category = s.CharField(help_text="The category; a sample counts once per category.")
+
+
+class ThreadStatSerializer(s.Serializer):
+    name = s.CharField(help_text="The thread's name as py-spy reported it.")
+    tid = s.JSONField(help_text="The thread id (a number, or py-spy's hex text).")
+    pid = s.IntegerField(allow_null=True, help_text="The process (with --subprocesses).")
+    samples = s.IntegerField(help_text="The thread's samples.")
+    percent = s.FloatField(help_text="Share of all samples, 0–100.")
+
+
+class LagPointSerializer(s.Serializer):
+    t_index = s.IntegerField(help_text="Index of the warning.")
+    approx_s = s.FloatField(help_text="About when it came, seconds into the capture.")
+    behind_s = s.FloatField(help_text="py-spy's cumulative drift then.")
+
+
+class LagSerializer(s.Serializer):
+    requested_rate = s.IntegerField(allow_null=True, help_text="Rate asked of py-spy.")
+    requested_duration_s = s.IntegerField(allow_null=True, help_text="Duration asked.")
+    max_behind_s = s.FloatField(help_text="The largest drift py-spy reported.")
+    warnings = s.IntegerField(help_text="How many 'behind in sampling' lines.")
+    samples_reported = s.IntegerField(allow_null=True, help_text="py-spy's sample count.")
+    errors_reported = s.IntegerField(allow_null=True, help_text="py-spy's error count.")
+    verdict = s.ChoiceField(VERDICTS, help_text="ok when py-spy never fell behind.")
+    recommended_rate = s.IntegerField(
+        allow_null=True, help_text="A rate that would have kept up (below the asked one)."
+    )
+    achieved_fraction = s.FloatField(allow_null=True, help_text="Share of rounds taken.")
+    effective_rate = s.FloatField(allow_null=True, help_text="Samples per second achieved.")
+    elapsed_s_estimate = s.FloatField(allow_null=True, help_text="Estimated wall time.")
+    stop_reason = s.CharField(allow_null=True, help_text="How py-spy stopped.")
+    series = LagPointSerializer(many=True, help_text="Drift over time, one per warning.")
+    explanation = s.CharField(help_text="The verdict in one sentence.")
+    error = s.CharField(allow_null=True, help_text="py-spy's `Error:` line, if any.")
+
+
+class StatsSerializer(s.Serializer):
+    """The analysis CLI's JSON without `flamegraph` (contract 2)."""
+
+    format = s.ChoiceField(["raw", "speedscope", "dump"], help_text="The input's format.")
+    total_samples = s.IntegerField(help_text="Sum of all counts (0 for a dump).")
+    unique_stacks = s.IntegerField(required=False, help_text="Distinct stacks.")
+    skipped_lines = s.IntegerField(required=False, help_text="Malformed lines not counted.")
+    max_depth = s.IntegerField(required=False, help_text="Deepest stack, in frames.")
+    threads = ThreadStatSerializer(many=True, required=False, help_text="Samples per thread.")
+    top_self = FrameStatSerializer(many=True, required=False, help_text="Hottest leaf frames.")
+    top_total = FrameStatSerializer(
+        many=True, required=False, help_text="Inclusive: each sample once per frame."
+    )
+    keywords = KeywordStatSerializer(many=True, required=False, help_text="Keyword shares.")
+    categories = CategoryStatSerializer(many=True, required=False, help_text="Category shares.")
+    uncovered_native = FrameStatSerializer(
+        many=True, required=False, help_text="Hottest native leaves no keyword matches."
+    )
+    lag = LagSerializer(
+        required=False, allow_null=True, help_text="Whether py-spy kept up (with its log)."
+    )
+    states = s.ListField(
+        child=s.DictField(),
+        required=False,
+        help_text="Samples per thread state (compute, gpu_sync, …); see docs/states.md.",
+    )
+    findings = s.ListField(
+        child=s.DictField(), required=False, help_text="What to look at first; docs/findings.md."
+    )
+    dump_threads = s.ListField(
+        child=s.DictField(),
+        required=False,
+        help_text="A dump's threads: frames innermost first, status, locals.",
+    )
+
+
+class SettingsSerializer(s.Serializer):
+    duration = s.IntegerField(help_text="Seconds of sampling asked.")
+    rate = s.IntegerField(help_text="Samples per second asked.")
+    native = s.BooleanField(help_text="py-spy --native.")
+    threads = s.BooleanField(help_text="py-spy --threads.")
+    idle = s.BooleanField(help_text="py-spy --idle.")
+    gil = s.BooleanField(help_text="py-spy --gil.")
+    nonblocking = s.BooleanField(help_text="py-spy --nonblocking.")
+    subprocesses = s.BooleanField(help_text="py-spy --subprocesses.")
+
+
+class AttemptSerializer(s.Serializer):
+    attempt = s.IntegerField(help_text="Which attempt failed.")
+    at = s.DateTimeField(help_text="When.")
+    cause = s.CharField(help_text="Failure cause (unreachable, connection_lost, …).")
+    label = s.CharField(help_text="The cause in words.")
+    said = s.CharField(help_text="The command's own last line.")
+
+
+class RetrySerializer(s.Serializer):
+    attempt = s.IntegerField(help_text="The attempt that will run next.")
+    of = s.IntegerField(help_text="Attempts in all.")
+    cause = s.CharField(help_text="Why the last one failed.")
+    message = s.CharField(help_text="'retrying, attempt 2 of 4 in 3 s: host unreachable'.")
+    due_at = s.DateTimeField(help_text="When the next attempt starts.")
+
+
+class ProgressSerializer(s.Serializer):
+    sampling = s.BooleanField(required=False, help_text="py-spy has started sampling.")
+    elapsed_s = s.FloatField(required=False, help_text="Seconds sampled so far.")
+    duration_s = s.IntegerField(required=False, help_text="Seconds asked.")
+    behind_s = s.FloatField(required=False, help_text="py-spy's current drift.")
+    expected_samples = s.IntegerField(required=False, help_text="Rounds so far, estimated.")
+    sampled_s = s.FloatField(required=False, help_text="Once recorded: the span sampled.")
+    covered_s = s.FloatField(required=False, help_text="Of the asked duration, when it exited.")
+    retry = RetrySerializer(required=False, help_text="While a retry waits.")
+
+
+class CaptureRowSerializer(s.Serializer):
+    id = s.IntegerField(help_text="The capture's id.")
+    status = s.ChoiceField(STATUSES, help_text="queued → running → parsing → done | failed.")
+    kind = s.ChoiceField(KINDS, help_text="py-spy record, dump, or an imported file.")
+    host = s.CharField(allow_null=True, help_text="The host's name (null for imports).")
+    pid = s.IntegerField(allow_null=True, help_text="The process sampled.")
+    run = s.IntegerField(allow_null=True, help_text="The run's id, if any.")
+    settings = SettingsSerializer(help_text="py-spy settings asked.")
+    error = s.CharField(help_text="Why it failed, with the fix, in one line.")
+    error_cause = s.CharField(help_text="Failure cause, a name (docs/troubleshooting.md).")
+    error_detail = s.CharField(help_text="The command's own words (stderr tail).")
+    attempts = s.IntegerField(help_text="Attempts so far.")
+    attempt_log = AttemptSerializer(many=True, help_text="Each failed attempt.")
+    note = s.CharField(help_text="Non-fatal remarks, e.g. the process exited.")
+    progress = ProgressSerializer(help_text="Live numbers while it runs or waits.")
+    queued_at = s.DateTimeField(help_text="When it was asked for.")
+    started_at = s.DateTimeField(allow_null=True, help_text="When a worker took it.")
+    finished_at = s.DateTimeField(allow_null=True, help_text="When it ended.")
+    raw_pruned = s.BooleanField(help_text="The raw file was pruned (stats stay).")
+
+
+class CaptureSerializer(CaptureRowSerializer):
+    stats = StatsSerializer(
+        allow_null=True, help_text="The analysis; null until parsed. ?thread= filters it."
+    )
+
+
+class CaptureCreatedSerializer(s.Serializer):
+    id = s.IntegerField(help_text="The capture's id.")
+    status = s.ChoiceField(STATUSES, help_text="Usually queued.")
+    error = s.CharField(required=False, help_text="When it failed at once.")
+    error_cause = s.CharField(required=False, help_text="Its cause (host_config, …).")
+
+
+class BusySerializer(s.Serializer):
+    detail = s.CharField(help_text="Which capture is already on that process.")
+    busy = s.IntegerField(help_text="Its id.")
+    busy_status = s.CharField(help_text="Its status.")
+
+
+class UnsentSerializer(s.Serializer):
+    detail = s.CharField(help_text="queue unavailable: the broker, and how to fix it.")
+    id = s.IntegerField(help_text="The capture, failed as queue_unavailable.")
+    status = s.CharField(help_text="failed.")
+
+
+class CancelSerializer(s.Serializer):
+    id = s.IntegerField(help_text="The capture's id.")
+    status = s.CharField(help_text="Its status now.")
+    cancel_requested = s.BooleanField(help_text="Always true: py-spy gets SIGINT.")
+
+
+class ImportRequestSerializer(s.Serializer):
+    file = s.FileField(help_text="py-spy raw or speedscope JSON, plain or gzip.")
+    log = s.FileField(required=False, help_text="py-spy's stdout, for the lag report.")
+    run = s.IntegerField(required=False, help_text="A run's id to file it under.")
+
+
+class ImportedSerializer(s.Serializer):
+    id = s.IntegerField(help_text="The capture's id.")
+    status = s.CharField(help_text="parsing: a worker analyses it.")
+    error = s.CharField(help_text="Empty unless it failed at once.")
+
+
+class GroupProcessSerializer(CaptureRowSerializer):
+    role = s.CharField(help_text="The run process's role.")
+    verdict = s.ChoiceField(VERDICTS, allow_null=True, help_text="Its lag verdict.")
+
+
+class GroupSerializer(s.Serializer):
+    id = s.IntegerField(help_text="The whole-job capture's id.")
+    run = s.IntegerField(help_text="The run's id.")
+    scheduled = s.BooleanField(help_text="Started by the run's schedule.")
+    status = s.ChoiceField(GROUP_STATUSES, help_text="Across its processes.")
+    start_skew_s = s.FloatField(help_text="Spread of the moments each py-spy began sampling.")
+    captures = s.IntegerField(help_text="How many processes.")
+    processes = GroupProcessSerializer(many=True, help_text="One capture per process.")
+    straggler = s.DictField(
+        required=False, allow_null=True, help_text="The rank that differs; docs/findings.md."
+    )
+    classes = s.ListField(child=s.DictField(), required=False, help_text="Ranks that behave alike.")
+    findings = s.ListField(child=s.DictField(), required=False, help_text="Job-wide findings.")
+
+
+class GroupUnsentSerializer(GroupSerializer):
+    detail = s.CharField(help_text="queue unavailable: the broker, and how to fix it.")
+
+
+class LiveSerializer(s.Serializer):
+    group = s.IntegerField(help_text="The whole-job capture's id.")
+    run = s.IntegerField(help_text="The run's id.")
+    status = s.CharField(help_text="running, done, partial or failed.")
+    start_skew_s = s.FloatField(help_text="Spread of the sampling starts.")
+    final = s.BooleanField(help_text="Every process has ended: stop polling.")
+    categories = s.ListField(child=s.CharField(), help_text="Category columns shown.")
+    rows = s.ListField(
+        child=s.DictField(),
+        help_text="Per process: status, elapsed_s, behind_s, samples (estimated while "
+        "running), verdict, category shares, error and its cause.",
+    )
+    differs_most = s.DictField(help_text="The process that differs beyond noise, or why none.")
+    waiting = s.DictField(help_text="Wait vs compute per rank, once every process ended.")
+    skipped = s.ListField(child=s.DictField(), help_text="Processes skipped (exited).")
+    processes = s.ListField(child=s.DictField(), help_text="GPU timelines, once final.")
+
+
+class SandwichSerializer(s.Serializer):
+    frame = s.CharField(help_text="The frame asked for.")
+    samples = s.IntegerField(help_text="Samples with the frame anywhere (once each).")
+    self_samples = s.IntegerField(help_text="Samples with it as the leaf.")
+    total_samples = s.IntegerField(help_text="All samples of the capture (or threads).")
+    percent = s.FloatField(help_text="samples of total, 0–100.")
+    self_percent = s.FloatField(help_text="self_samples of total, 0–100.")
+    occurrences = s.IntegerField(help_text="Tree nodes named so.")
+    callers = FlameNodeField(help_text="Who calls it, inverted and merged.")
+    callees = FlameNodeField(help_text="What it calls, merged.")
+    approximate = s.BooleanField(help_text="The stored tree was pruned: a bound.")
+    hidden_samples = s.IntegerField(help_text="Samples under pruned nodes.")
+    suggestions = s.ListField(
+        child=s.CharField(), required=False, help_text="Near names when none matches exactly."
+    )
+
+
+class SummarySerializer(s.Serializer):
+    id = s.IntegerField(help_text="The capture's id.")
+    url = s.CharField(help_text="Its page.")
+    target = s.CharField(help_text="host:pid and role.")
+    run = s.CharField(allow_null=True, help_text="The run's name.")
+    at = s.DateTimeField(help_text="When it finished (or was asked for).")
+    status = s.CharField(help_text="Its status.")
+    total_samples = s.IntegerField(help_text="Its samples.")
+    lag_verdict = s.CharField(allow_null=True, help_text="Its lag verdict.")
+
+
+class ComparisonSerializer(s.Serializer):
+    before = SummarySerializer(help_text="The earlier capture.")
+    after = SummarySerializer(help_text="The later capture.")
+    threads = s.ListField(child=s.CharField(), help_text="The thread filter asked.")
+    threads_applied = s.BooleanField(help_text="Both captures could be filtered so.")
+    before_samples = s.IntegerField(help_text="Samples before.")
+    after_samples = s.IntegerField(help_text="Samples after.")
+    categories = s.ListField(
+        child=s.DictField(),
+        help_text="Per category: shares with 95% Wilson intervals, the change with a "
+        "Newcombe interval, and the verdict (real change or within noise).",
+    )
+    keywords = s.ListField(child=s.DictField(), help_text="The same per keyword.")
+    top_self = s.ListField(child=s.DictField(), help_text="Leaf frames with their deltas.")
+    top_total = s.ListField(child=s.DictField(), help_text="Inclusive frames, deltas.")
+    lag_warnings = s.ListField(child=s.CharField(), help_text="Lag beside the verdicts.")
+    method = s.DictField(help_text="How intervals and verdicts are computed.")
+
+
+THREAD = OpenApiParameter(
+    "thread", str, description="Thread names or ids, comma-separated or repeated.", many=True
+)
+PROCESS_SETTINGS = "duration, rate, native, threads, idle, gil, nonblocking, subprocesses"
+
+
+def busy_or_unsent(unsent) -> dict:
+    """409 (a capture is already on a process) and 503 (the broker cannot be reached)."""
+    return {
+        409: OpenApiResponse(BusySerializer, "A capture is already on that process."),
+        503: OpenApiResponse(unsent, "The broker cannot be reached."),
+    }
+
+
+def capture_list(request_serializer):
+    return list_and_create(
+        tags=CAPTURES,
+        listed=CaptureRowSerializer(many=True),
+        list_summary="The newest 100 captures",
+        request=request_serializer,
+        created=CaptureCreatedSerializer,
+        summary="Capture a process",
+        description="`{host, pid}` or `{process}` (a run process's id), the kind and "
+        f"py-spy settings ({PROCESS_SETTINGS}). 409 when a capture is already on that "
+        "host and PID; 503 when the broker cannot be reached.",
+        responses=busy_or_unsent(UnsentSerializer),
+    )
+
+
+capture_detail = extend_schema(
+    summary="One capture with its analysis",
+    parameters=[THREAD],
+    responses={200: CaptureSerializer, **errors(*READ_ERRORS)},
+    tags=CAPTURES,
+)
+
+capture_flamegraph = extend_schema(
+    summary="Its flamegraph (d3-flame-graph JSON)",
+    parameters=[
+        OpenApiParameter("max_nodes", int, description="Prune to this many nodes (10–50000)."),
+        THREAD,
+    ],
+    responses={200: OpenApiResponse(FLAME_NODE_REF, "The tree."), **errors(*READ_ERRORS)},
+    tags=CAPTURES,
+)
+
+capture_sandwich = extend_schema(
+    summary="One frame's callers and callees",
+    parameters=[
+        OpenApiParameter("frame", str, required=True, description="The frame's full name."),
+        OpenApiParameter("max_nodes", int, description="Prune each side (10–20000; 2000)."),
+        THREAD,
+    ],
+    responses={200: SandwichSerializer, **errors(*WRITE_ERRORS)},
+    tags=CAPTURES,
+)
+
+capture_cancel = extend_schema(
+    summary="Stop a capture (the samples so far are kept)",
+    request=None,
+    responses={200: CancelSerializer, **errors(401, 403, 404, 409)},
+    tags=CAPTURES,
+)
+
+capture_import = extend_schema(
+    summary="Import a py-spy file",
+    description="Stored and queued; a worker parses it (status `parsing`). Bodies over "
+    "FLAMEDECK_MAX_UPLOAD_MB are refused with 413 before they are read.",
+    request={"multipart/form-data": ImportRequestSerializer},
+    responses={201: ImportedSerializer, **errors(400, 401, 403, 404, 413)},
+    tags=CAPTURES,
+)
+
+
+def run_capture_all(settings_serializer):
+    return extend_schema(
+        summary="Capture every process of the run at once",
+        description="One window for every process, with the same settings; processes "
+        "the last check found exited are skipped. 409 when one is already being captured; "
+        "400 when the run has no process or more hosts than the capture workers' threads.",
+        request=settings_serializer,
+        responses={
+            201: GroupSerializer,
+            **busy_or_unsent(GroupUnsentSerializer),
+            **errors(*WRITE_ERRORS),
+        },
+        tags=GROUPS,
+    )
+
+
+group_detail = extend_schema(
+    summary="A whole-job capture",
+    responses={200: GroupSerializer, **errors(*READ_ERRORS)},
+    tags=GROUPS,
+)
+
+group_flamegraph = extend_schema(
+    summary="Its merged flamegraph",
+    parameters=[
+        OpenApiParameter("capture", int, many=True, description="Only these captures' ids.")
+    ],
+    responses={200: OpenApiResponse(FLAME_NODE_REF, "The tree."), **errors(*READ_ERRORS)},
+    tags=GROUPS,
+)
+
+group_live = extend_schema(
+    summary="The group page's live numbers",
+    description="What the group page polls every second until `final`.",
+    responses={200: LiveSerializer, **errors(*READ_ERRORS)},
+    tags=GROUPS,
+)
+
+compare = extend_schema(
+    summary="Compare two captures",
+    parameters=[
+        OpenApiParameter("a", int, required=True, description="A capture's id."),
+        OpenApiParameter("b", int, required=True, description="The other's (order is by time)."),
+        THREAD,
+    ],
+    responses={200: ComparisonSerializer, **errors(*WRITE_ERRORS)},
+    tags=COMPARE,
+)

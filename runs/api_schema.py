@@ -1,0 +1,289 @@
+"""The OpenAPI description of runs/api.py: answer shapes, field descriptions and one
+`extend_schema` decorator per view (applied there, one line each). Documentation
+only: the views build their answers themselves, and tests/config/test_api_schema.py
+checks that what they answer matches what is written here."""
+
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers
+
+from config.api_fields import PidField
+from config.api_schema import (
+    READ_ERRORS,
+    WRITE_ERRORS,
+    combine,
+    errors,
+    list_and_create,
+    read_and_change,
+)
+
+from .models import Run
+
+HOSTS, RUNS = ["hosts"], ["runs"]
+RUN_STATUSES = Run.Status.choices  # (value, label), as the model field gives them
+
+# Serializer field descriptions (extra_kwargs in runs/api.py), where the model has none.
+HOST_FIELDS = {
+    "id": "The host's id.",
+    "name": "Unique name; what `POST /api/register/` and `capture --host` refer to.",
+    "transport": "`local` (this machine, only with FLAMEDECK_LOCAL_HOST) or `ssh`.",
+    "port": "SSH port (empty: ssh's own default or ~/.ssh/config).",
+    "username": "SSH user (empty: ssh's own default or ~/.ssh/config).",
+    "py_spy": "py-spy's path or command on the host.",
+    "notes": "Free text; the only field operators may change.",
+    "last_check": "The last connection test (see `POST /api/hosts/{id}/check/`).",
+    "last_checked_at": "When that test ran.",
+}
+RUN_FIELDS = {
+    "id": "The run's id.",
+    "name": "The training job's name (the key `POST /api/register/` finds runs by).",
+    "description": "Free text.",
+    "status": "planned, running, finished or failed; scheduled captures need running.",
+    "tags": "Tag names (a comma- or space-separated string when creating).",
+    "started_at": "When the job started (the first registration, or set by hand).",
+    "ended_at": "When it ended, if it has.",
+    "created_at": "When the run was created in flamedeck.",
+}
+
+
+def described(help_texts: dict[str, str]) -> dict[str, dict[str, str]]:
+    """`extra_kwargs` giving each field its description."""
+    return {name: {"help_text": text} for name, text in help_texts.items()}
+
+
+class ProcessInfoSerializer(serializers.Serializer):
+    pid = serializers.IntegerField(help_text="Process id on the host.")
+    ppid = serializers.IntegerField(allow_null=True, help_text="Parent PID (a launcher).")
+    user = serializers.CharField(help_text="The process's user.")
+    cpu_percent = serializers.FloatField(help_text="CPU use as ps reports it.")
+    threads = serializers.IntegerField(help_text="Thread count.")
+    command = serializers.CharField(
+        help_text="Command line; the flamedeck server's own processes are hidden "
+        "from everyone but host admins."
+    )
+    rank = serializers.IntegerField(allow_null=True, help_text="RANK, when readable.")
+    local_rank = serializers.IntegerField(allow_null=True, help_text="LOCAL_RANK, when readable.")
+    world_size = serializers.IntegerField(allow_null=True, help_text="WORLD_SIZE, when readable.")
+
+
+class HostCheckSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="ssh works and py-spy answered with a version.")
+    ssh_ok = serializers.BooleanField(help_text="The host could be reached.")
+    py_spy_path = serializers.CharField(allow_null=True, help_text="Where py-spy was found.")
+    py_spy_version = serializers.CharField(allow_null=True, help_text="`py-spy --version`.")
+    install_hint = serializers.CharField(allow_null=True, help_text="How to install py-spy.")
+    uid = serializers.IntegerField(allow_null=True, help_text="The remote user's uid.")
+    ptrace_scope = serializers.IntegerField(
+        allow_null=True, help_text="kernel.yama.ptrace_scope (null: not checked)."
+    )
+    can_attach = serializers.BooleanField(help_text="Whether py-spy may attach to processes.")
+    reason = serializers.CharField(help_text="Why it may not, with the fix.")
+    processes = ProcessInfoSerializer(many=True, help_text="Python processes on the host.")
+    cause = serializers.CharField(allow_null=True, help_text="Failure cause (`unreachable`, …).")
+    error = serializers.CharField(allow_null=True, help_text="The failure in one line.")
+    error_detail = serializers.CharField(help_text="The command's own words (stderr tail).")
+
+
+class ProcessSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The run process's id.")
+    host = serializers.CharField(help_text="The host's name.")
+    host_id = serializers.IntegerField(help_text="The host's id.")
+    pid = serializers.IntegerField(help_text="Process id on that host.")
+    role = serializers.CharField(help_text="Label such as rank-3 or target-0.")
+    alive = serializers.BooleanField(
+        allow_null=True, help_text="Last liveness check: running, exited, or null (not known)."
+    )
+    checked_at = serializers.DateTimeField(allow_null=True, help_text="When it was checked.")
+
+
+class AttachedProcessSerializer(ProcessSerializer):
+    warning = serializers.CharField(
+        help_text="Set when the host could not be asked whether the PID runs."
+    )
+
+
+class PlanSerializer(serializers.Serializer):
+    processes = serializers.IntegerField(help_text="Processes a capture of all would sample.")
+    hosts = serializers.IntegerField(help_text="Hosts it would reach.")
+    skipped = ProcessSerializer(many=True, help_text="Processes the last check found exited.")
+
+
+def run_detail_serializer(run_serializer: type[serializers.ModelSerializer]):
+    """The run's own fields, its page, remembered settings and processes."""
+
+    class RunDetailSerializer(run_serializer):
+        url = serializers.CharField(help_text="The run's page (a path).")
+        capture_settings = serializers.DictField(
+            help_text='What "Capture all" opens with next time (duration, rate, …).'
+        )
+        processes = ProcessSerializer(many=True, help_text="The run's processes.")
+
+        class Meta(run_serializer.Meta):
+            fields = [*run_serializer.Meta.fields, "url", "capture_settings", "processes"]
+
+    return RunDetailSerializer
+
+
+class ProcessRequestSerializer(serializers.Serializer):
+    host = serializers.CharField(help_text="The host's name or id.")
+    pid = PidField(help_text="Process id on that host; it must be running there.")
+    role = serializers.CharField(
+        required=False, max_length=100, help_text="Label such as rank-3 (optional)."
+    )
+
+
+class RegisterRequestSerializer(ProcessRequestSerializer):
+    run = serializers.CharField(max_length=200, help_text="The run's name; created if new.")
+    pid = PidField(help_text="The registering process's own PID.")
+
+
+class RegisteredRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The run's id.")
+    name = serializers.CharField(help_text="The run's name.")
+    url = serializers.URLField(help_text="The run's page, an absolute URL.")
+
+
+class RegisteredSerializer(serializers.Serializer):
+    run = RegisteredRunSerializer(help_text="The run the process joined.")
+    run_created = serializers.BooleanField(help_text="This call created the run.")
+    process = ProcessSerializer(help_text="The attached process.")
+    created = serializers.BooleanField(help_text="This call attached the process.")
+
+
+class LivenessSerializer(serializers.Serializer):
+    processes = ProcessSerializer(many=True, help_text="Every process, with fresh marks.")
+    errors = inline_serializer(
+        "LivenessError",
+        {
+            "host": serializers.CharField(help_text="The host that could not be asked."),
+            "error": serializers.CharField(help_text="Why."),
+        },
+        many=True,
+        help_text="Hosts that could not be asked; their processes keep their last marks.",
+    )
+    plan = PlanSerializer(help_text="What a capture of all would touch now.")
+
+
+def host_list(host_serializer):
+    return list_and_create(
+        tags=HOSTS,
+        listed=host_serializer(many=True),
+        list_summary="List hosts",
+        request=host_serializer,
+        created=host_serializer,
+        summary="Add a host (host admins)",
+        description="Refused with 400 naming the field when the command builder "
+        "could not use it (an address with shell syntax, an unbalanced exec prefix).",
+    )
+
+
+def host_detail(host_serializer):
+    return read_and_change(
+        tags=HOSTS,
+        shown=host_serializer,
+        read_summary="One host",
+        request=host_serializer,
+        summary="Change a host",
+        description="Host admins change any field, operators only `notes`; every "
+        "change of how the host is reached is recorded in its change log.",
+    )
+
+
+host_check = extend_schema(
+    summary="Test the connection",
+    description="ssh, py-spy's path and version, the uid, ptrace_scope, whether py-spy "
+    "can attach, and the Python processes (RANK/LOCAL_RANK/WORLD_SIZE when readable). "
+    "Failures come inside the answer (`cause`, `error`), not as an error status.",
+    request=None,
+    responses={200: HostCheckSerializer, **errors(400, 401, 403, 404)},
+    tags=HOSTS,
+)
+
+
+def run_list(run_serializer):
+    return list_and_create(
+        tags=RUNS,
+        listed=run_serializer(many=True),
+        list_summary="List runs (the newest 200)",
+        request=run_serializer,
+        created=run_serializer,
+        summary="Create a run",
+    )
+
+
+def run_detail(run_serializer):
+    settings_body = inline_serializer(
+        "RunCaptureSettings",
+        {
+            "capture_settings": serializers.DictField(
+                help_text="duration, rate, native, threads, idle, gil, nonblocking, "
+                'subprocesses: what "Capture all" opens with next time.'
+            )
+        },
+    )
+    return read_and_change(
+        tags=RUNS,
+        shown=run_detail_serializer(run_serializer),
+        read_summary="One run with its processes",
+        request=settings_body,
+        summary="Remember the run's capture settings",
+    )
+
+
+run_processes = combine(
+    extend_schema(
+        methods=["GET"],
+        summary="A run's processes",
+        responses={200: ProcessSerializer(many=True), **errors(*READ_ERRORS)},
+        tags=RUNS,
+    ),
+    extend_schema(
+        methods=["POST"],
+        summary="Attach a process",
+        description="201 when attached now, 200 with the existing row for the same "
+        "host and PID. The PID must run on the host (400 if not); attached with a "
+        "`warning` when the host cannot be asked.",
+        request=ProcessRequestSerializer,
+        responses={
+            201: AttachedProcessSerializer,
+            200: OpenApiResponse(AttachedProcessSerializer, "Already attached."),
+            **errors(*WRITE_ERRORS),
+        },
+        tags=RUNS,
+    ),
+)
+
+run_process_detail = extend_schema(
+    summary="Detach a process",
+    parameters=[OpenApiParameter("process_pk", int, "path", description="The run process's id.")],
+    responses={204: None, **errors(*READ_ERRORS)},
+    tags=RUNS,
+)
+
+run_processes_check = extend_schema(
+    summary="Ask the hosts which processes still run",
+    description="One `ps` per host, hosts in parallel, 5 s bound; rows checked in the "
+    "last 15 s are not asked again. Any logged-in user may ask.",
+    request=None,
+    responses={200: LivenessSerializer, **errors(*READ_ERRORS)},
+    tags=RUNS,
+)
+
+register = extend_schema(
+    summary="A rank attaches itself to a run",
+    description="Gets or creates the run by name and attaches (host, pid, role); "
+    "idempotent, safe for every rank of a job at the same instant. 201 when the run "
+    "or the process is new, 200 when both were known. The host must exist under "
+    "that name (400 naming it otherwise). Operators' tokens.",
+    request=RegisterRequestSerializer,
+    responses={
+        201: RegisteredSerializer,
+        200: OpenApiResponse(RegisteredSerializer, "Already registered."),
+        **errors(400, 401, 403),
+    },
+    tags=RUNS,
+)
