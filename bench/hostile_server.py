@@ -17,6 +17,11 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.sshd import _descendants  # noqa: E402 — one /proc walk for both
+from tests.support.worker import _rss_kb  # noqa: E402
+
 PY = sys.executable
 USERS = """
 from django.contrib.auth.models import Group, User
@@ -145,24 +150,6 @@ class MemoryWatch:
             time.sleep(0.1)
 
 
-def _descendants(root: int) -> list[int]:
-    """Every process below `root` (one pass over /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -171,10 +158,4 @@ def _cmdline(pid: int) -> str:
 
 
 def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _rss_kb(pid) / 1024
