@@ -123,7 +123,7 @@ def _analyze_and_store(capture: Capture, claim: Any) -> None:
 def analysis_time_limit_s(raw_size: int) -> float:
     """The analysis time limit: a base plus a share per MB of (inflated) samples."""
     per_mb = settings.FLAMEDECK_ANALYSIS_S_PER_MB * raw_size / (1024 * 1024)
-    return settings.FLAMEDECK_ANALYSIS_TIME_S + per_mb
+    return round(settings.FLAMEDECK_ANALYSIS_TIME_S + per_mb, 1)
 
 
 def engine_outputs(
