@@ -216,6 +216,7 @@ def test_admin_pages_with_real_and_bad_ids_never_answer_500(world, corpus):
         "profiles/capture",
         "profiles/keywordset",
         "profiles/capturegroup",
+        "profiles/comment",
         "auth/user",
         "runs/tag",
     ):
