@@ -6,9 +6,9 @@ Usage: python bench/bench_engine.py [REAL_RAW] [--big PATH] [--runs N] [--baseli
 - speed, end to end as processes: `python -m profiles.pyspy analyze FILE` against
   `python bench/naive_loop.py FILE` (start-up, imports, parsing, JSON out), wall
   and CPU (user+sys) time, best of N; plus the CLI's import time;
+  (with --baseline REF, the CLI of that git revision's engine too, for before/after);
 - speedscope: a ~30 MB py-spy-style speedscope file, parsed and analysed in a fresh
-  process: seconds and peak RSS (with --baseline REF, the engine of that git
-  revision too, for before/after);
+  process: seconds and peak RSS (with --baseline REF, that engine too);
 - memory: a fresh subprocess parses and analyses the 100 MB generated raw file
   (bench/gen_raw.py) and reports its peak RSS.
 REAL_RAW defaults to /tmp/flamedeck_torch7.txt: a real `--native --threads --idle`
@@ -127,9 +127,13 @@ CACHED_BYTECODE = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEB
 
 
 def _process(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU of one run; a command may start with ("cwd", DIR) to run there."""
+    cwd = ROOT
+    if cmd[0] == "cwd":
+        cwd, cmd = Path(cmd[1]), cmd[2:]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, cwd=ROOT, env=CACHED_BYTECODE)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, cwd=cwd, env=CACHED_BYTECODE)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -148,11 +152,17 @@ def _best_processes(runs: int, cmds: list[list[str]]) -> list[tuple[float, float
     return best
 
 
-def end_to_end(path: str, runs: int) -> None:
+def end_to_end(path: str, runs: int, baseline: str | None = None) -> None:
     py = sys.executable
     cli = [py, "-m", "profiles.pyspy", "analyze", path]
     loop = [py, str(ROOT / "bench/naive_loop.py"), path]
-    (w_naive, c_naive), (w_cli, c_cli) = _best_processes(runs, [loop, cli])
+    with tempfile.TemporaryDirectory() as old:
+        cmds = [loop, cli]
+        if baseline:
+            _extract_engine(baseline, old)
+            cmds.append(["cwd", old, *cli])
+        best = _best_processes(runs, cmds)
+    (w_naive, c_naive), (w_cli, c_cli) = best[:2]
     (w_bare, _), (w_import, _) = _best_processes(
         runs, [[py, "-c", "pass"], [py, "-c", "import profiles.pyspy.cli"]]
     )
@@ -160,9 +170,20 @@ def end_to_end(path: str, runs: int) -> None:
     print(f"  python bench/naive_loop.py FILE:           {w_naive:.3f} s wall, {c_naive:.3f} s CPU")
     print(f"  python -m profiles.pyspy analyze FILE:     {w_cli:.3f} s wall, {c_cli:.3f} s CPU")
     print(f"  ratio cli/naive: {w_cli / w_naive:.2f} wall, {c_cli / c_naive:.2f} CPU (limit 1.5)")
+    if baseline:
+        (w_old, c_old) = best[2]
+        print(f"  the engine at {baseline}:  {w_old:.3f} s wall, {c_old:.3f} s CPU", end="")
+        print(f" (ratio {w_old / w_naive:.2f} wall, {c_old / c_naive:.2f} CPU)")
     print(
         f"  interpreter start-up {w_bare:.3f} s; importing the CLI adds {w_import - w_bare:.3f} s"
     )
+
+
+def _extract_engine(revision: str, folder: str) -> None:
+    """The engine (profiles/pyspy) of a git revision, into `folder`."""
+    cmd = ["git", "-C", str(ROOT), "archive", revision, "profiles/__init__.py", "profiles/pyspy"]
+    archive = subprocess.run(cmd, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
 
 
 def thread_filter(path: str) -> None:
@@ -259,10 +280,7 @@ def speedscope(raw: str, path: str, baseline: str | None) -> None:
     print(f"  this engine:  {_took(now)}, peak RSS {now['peak_mb']:.0f} MB")
     if baseline:
         with tempfile.TemporaryDirectory() as old:
-            cmd = ["git", "-C", str(ROOT), "archive", baseline]
-            cmd += ["profiles/__init__.py", "profiles/pyspy"]
-            archive = subprocess.run(cmd, check=True, capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+            _extract_engine(baseline, old)
             then = _child(path, old)
         print(f"  at {baseline}: {_took(then)}, peak RSS {then['peak_mb']:.0f} MB")
 
@@ -291,14 +309,16 @@ def main() -> None:
     parser.add_argument("real", nargs="?", default="/tmp/flamedeck_torch7.txt")
     parser.add_argument("--big", default="/tmp/flamedeck_100mb.txt")
     parser.add_argument("--speedscope", default="/tmp/flamedeck_30mb_speedscope.json")
-    parser.add_argument("--baseline", help="git revision whose engine to compare on speedscope")
+    parser.add_argument(
+        "--baseline", help="git revision whose engine to compare (end to end, speedscope)"
+    )
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--skip-memory", action="store_true")
     args = parser.parse_args()
     if not os.path.exists(args.real):
         make_real(args.real)
     speed(args.real, args.runs)
-    end_to_end(args.real, args.runs)
+    end_to_end(args.real, args.runs, args.baseline)
     thread_filter(args.real)
     speedscope(args.real, args.speedscope, args.baseline)
     if not args.skip_memory:

@@ -182,4 +182,22 @@ def finish(result: dict, generator, request, public) -> dict:
                 if param["in"] == "path" and param["name"] == "id":
                     what = ID_OF.get(kind, kind.rstrip("s"))
                     param.setdefault("description", f"The {what}'s id.")
+    _typed_nullable_refs(schemas)
     return result
+
+
+def _typed_nullable_refs(node: Any) -> None:
+    """`{allOf: [$ref], nullable: true}` becomes `{anyOf: [$ref, null]}`: OpenAPI 3.0
+    validators apply `nullable` only beside a `type` and check the `$ref`'d object
+    even for a null, so a null (no straggler, no lag) would not match a schema that
+    says it may be null."""
+    if isinstance(node, dict):
+        if node.get("nullable") and "allOf" in node and "type" not in node:
+            refs = node.pop("allOf")
+            node.pop("nullable")
+            node["anyOf"] = [*refs, {"type": "object", "nullable": True, "enum": [None]}]
+        for value in node.values():
+            _typed_nullable_refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            _typed_nullable_refs(item)

@@ -1,7 +1,7 @@
 """flamedeck's own system checks (`manage.py check --deploy`)."""
 
 from django.conf import settings
-from django.core.checks import Tags, Warning, register
+from django.core.checks import Error, Tags, Warning, register
 
 LOCAL_HOST_ON = Warning(
     "FLAMEDECK_LOCAL_HOST is on by default: a host with transport 'local' runs py-spy "
@@ -19,3 +19,19 @@ def local_host_check(app_configs, **kwargs) -> list[Warning]:
     if settings.DEBUG or not settings.FLAMEDECK_LOCAL_HOST:
         return []
     return [] if settings.FLAMEDECK_LOCAL_HOST_CHOSEN else [LOCAL_HOST_ON]
+
+
+@register()
+def state_rules_check(app_configs, **kwargs) -> list[Error]:
+    """FLAMEDECK_STATE_RULES names a thread-state rules file the analysis can use (else
+    every capture analysed would fail with that reason)."""
+    if not settings.FLAMEDECK_STATE_RULES:
+        return []
+    from profiles.pipeline import StateRulesError, state_rules_configured
+
+    try:
+        state_rules_configured()
+    except StateRulesError as exc:
+        hint = "Fix the file or unset FLAMEDECK_STATE_RULES (docs/states.md)."
+        return [Error(str(exc), hint=hint, id="flamedeck.E001")]
+    return []

@@ -295,6 +295,9 @@ FLAMEDECK_BASE_URL = (
 # Tries of one watch message to one target before it counts as failed (backoff as
 # FLAMEDECK_RETRY_BACKOFF_S).
 FLAMEDECK_NOTIFY_ATTEMPTS = env_int("FLAMEDECK_NOTIFY_ATTEMPTS", 5, minimum=1)
+# A thread-state rules file the analysis worker puts ahead of the built-in table
+# (docs/states.md); empty: the built-in table only.
+FLAMEDECK_STATE_RULES = env_str("FLAMEDECK_STATE_RULES").strip()
 
 # --- static and media ------------------------------------------------------
 STATIC_URL = "static/"

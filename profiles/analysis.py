@@ -9,6 +9,7 @@ names the parser's reason or the limit that stopped it.
 import gzip
 import json
 import logging
+import os
 import re
 from typing import Any
 
@@ -19,6 +20,7 @@ from profiles import pyspy
 
 from . import budget
 from .capture_files import export_bytes, gz, local_copy, read_log, replace_file, store_export
+from .group_report import group_report_after
 from .models import Capture, KeywordSet
 from .signals import capture_analysed
 from .states import (
@@ -69,6 +71,8 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> str:
         _analyze_and_store(capture, claim)
     except budget.BudgetExceeded as exc:
         cause, reason = exc.cause, str(exc)
+    except StateRulesError as exc:
+        cause, reason = "parse", str(exc)
     except pyspy.ProfileError as exc:
         cause, reason = "parse", f"Could not parse py-spy's output: {exc}."
     except Exception as exc:  # whatever it is, the capture must not stay in "parsing"
@@ -77,10 +81,12 @@ def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> str:
     else:
         if capture_analysis_finish(capture_id=capture.pk, claim=claim, to=final):
             capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
+        group_report_after(capture=capture)
         return final
     message = f"{reason} The raw file and log are kept."
     failed = {"error": message, "error_cause": cause}
     capture_analysis_finish(capture_id=capture.pk, claim=claim, to=Status.FAILED, **failed)
+    group_report_after(capture=capture)
     return Status.FAILED
 
 
@@ -127,15 +133,34 @@ def analysis_time_limit_s(raw_size: int) -> float:
 
 
 def engine_outputs(
-    path: str, options: pyspy.AnalysisOptions, log_text: str | None, raw_format: str
+    path: str,
+    options: pyspy.AnalysisOptions,
+    log_text: str | None,
+    raw_format: str,
+    step_threads: Any = (),
+    title: str = "flamedeck profile",
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], bytes]:
     """Stats, flamegraph tree, thread tables and export of one raw file: the engine's
     whole share of an analysis (run in the budget's child process: no database)."""
     profile = pyspy.read_profile(path)
     stats = dict(pyspy.analyze(profile, options, log_text=log_text))
+    if step_threads:  # the run says which threads step
+        stats["findings"] = pyspy.findings_for_capture(stats, step_threads)
     tree = stats.pop("flamegraph")
-    tables = dict(pyspy.thread_tables(profile, options.keywords))
-    return stats, tree, tables, export_bytes(profile, raw_format)
+    lag = stats.get("lag")
+    tables = dict(pyspy.thread_tables(profile, options.keywords, options=options, lag=lag))
+    return stats, tree, tables, export_bytes(profile, raw_format, name=title)
+
+
+def _options(capture: Capture) -> pyspy.AnalysisOptions:
+    return pyspy.AnalysisOptions(
+        keywords=keywords_for(capture.keyword_set),
+        max_nodes=settings.FLAMEDECK_FLAMEGRAPH_NODES,
+        state_rules=state_rules_configured(),
+        library=capture.run.library_entries if capture.run_id else (),
+        # py-spy's --gil keeps only the GIL holder: blocked threads are missing then too.
+        idle=capture.idle and not capture.gil if capture.kind == Capture.Kind.RECORD else None,
+    )
 
 
 def _analyze_samples(
@@ -143,24 +168,48 @@ def _analyze_samples(
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], bytes]:
     if not capture.raw_file:
         raise pyspy.ProfileError("py-spy wrote no samples")
-    options = pyspy.AnalysisOptions(
-        keywords=keywords_for(capture.keyword_set), max_nodes=settings.FLAMEDECK_FLAMEGRAPH_NODES
-    )
     limits = {
         "time_limit_s": analysis_time_limit_s(capture.raw_size),
         "memory_mb": settings.FLAMEDECK_ANALYSIS_MEMORY_MB,
     }
+    steps = capture.run.step_thread_names if capture.run_id else ()
+    title = f"capture #{capture.pk} {capture.target_label}"  # speedscope shows it
     log_text = read_log(capture)
     beat = lambda: capture_analysis_beat(capture_id=capture.pk, claim=claim)  # noqa: E731
     try:
         with local_copy(capture.raw_file) as path:
-            args = (path, options, log_text, capture.raw_format)
+            args = (path, _options(capture), log_text, capture.raw_format, steps, title)
             outputs, usage = budget.run_bounded(engine_outputs, args, on_tick=beat, **limits)
     except budget.BudgetExceeded:
         _note_usage(capture, {**limits, "stopped": True})
         raise
     _note_usage(capture, {**limits, "seconds": usage.seconds, "peak_mb": usage.peak_mb})
     return outputs
+
+
+class StateRulesError(Exception):
+    """FLAMEDECK_STATE_RULES names a file the engine cannot use (the message says why)."""
+
+
+_STATE_RULES: dict[tuple[str, float], pyspy.StateRules] = {}
+
+
+def state_rules_configured() -> pyspy.StateRules | None:
+    """The rules of FLAMEDECK_STATE_RULES (reloaded when the file changes), or None."""
+    path = settings.FLAMEDECK_STATE_RULES
+    if not path:
+        return None
+    try:
+        key = (path, os.stat(path).st_mtime)
+        if key not in _STATE_RULES:
+            _STATE_RULES.clear()
+            _STATE_RULES[key] = pyspy.load_state_rules(path)
+    except OSError as exc:
+        reason = f"cannot read it ({exc.strerror})"
+        raise StateRulesError(f"FLAMEDECK_STATE_RULES={path}: {reason}.") from None
+    except pyspy.ProfileError as exc:
+        raise StateRulesError(f"FLAMEDECK_STATE_RULES cannot be used: {exc}.") from None
+    return _STATE_RULES[key]
 
 
 def _note_usage(capture: Capture, usage: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from runs.models import Host, Run, RunProcess
 
 from . import api_schema as schema
 from . import jobs, redact, selectors, services
+from .group_report import group_report
 from .models import Capture, CaptureGroup
 from .uploads import UploadTooLarge
 
@@ -238,6 +239,7 @@ def group_json(group: CaptureGroup) -> dict:
             }
             for c in captures
         ],
+        **group_report(group),
     }
 
 

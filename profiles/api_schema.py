@@ -19,6 +19,7 @@ from config.api_schema import (
     list_and_create,
 )
 from profiles.models import Capture
+from profiles.pyspy.states import STATES
 
 CAPTURES, GROUPS, COMPARE = ["captures"], ["whole-job captures"], ["compare"]
 VERDICTS = ["ok", "degraded", "unreliable"]
@@ -56,12 +57,29 @@ class CategoryStatSerializer(ShareSerializer):
     category = s.CharField(help_text="The category; a sample counts once per category.")
 
 
+class StateStatSerializer(s.Serializer):
+    state = s.ChoiceField(STATES, help_text="The thread state (docs/states.md).")
+    samples = s.IntegerField(help_text="Samples in this state; a list's samples add up.")
+    percent = s.FloatField(help_text="Share of the list's scope (capture or thread), 0–100.")
+    user_callers = FrameStatSerializer(
+        many=True, help_text="Nearest frame of the user's own code where the state began."
+    )
+
+
 class ThreadStatSerializer(s.Serializer):
     name = s.CharField(help_text="The thread's name as py-spy reported it.")
     tid = s.JSONField(help_text="The thread id (a number, or py-spy's hex text).")
     pid = s.IntegerField(allow_null=True, help_text="The process (with --subprocesses).")
     samples = s.IntegerField(help_text="The thread's samples.")
     percent = s.FloatField(help_text="Share of all samples, 0–100.")
+    states = StateStatSerializer(
+        many=True, required=False, help_text="The thread's samples per state, all eleven."
+    )
+    active_percent = s.FloatField(
+        allow_null=True,
+        required=False,
+        help_text="Its samples over py-spy's sampling rounds, 0–100; null: rounds unknown.",
+    )
 
 
 class LagPointSerializer(s.Serializer):
@@ -90,6 +108,63 @@ class LagSerializer(s.Serializer):
     error = s.CharField(allow_null=True, help_text="py-spy's `Error:` line, if any.")
 
 
+# --- findings, per-thread functions and the whole-job report (docs/findings.md) ---
+
+
+class FindingSerializer(s.Serializer):
+    rule = s.CharField(help_text="host_sync, input_bound, straggler, … (docs/findings.md).")
+    severity = s.ChoiceField(["high", "medium", "info"], help_text="How much it matters.")
+    title = s.CharField(help_text="The finding in a few words.")
+    value = s.FloatField(help_text="The measured value (percent of the step threads' samples).")
+    interval = s.ListField(child=s.FloatField(), help_text="Its 95% interval, [low, high].")
+    threshold = s.FloatField(help_text="The rule's threshold: the whole interval is past it.")
+    frames = s.ListField(child=s.CharField(), help_text="Flamegraph frames to open.")
+    user_callers = FrameStatSerializer(many=True, help_text="Your code's lines it comes from.")
+    advice = s.CharField(help_text="The fix, in one sentence naming the call site.")
+    ranks = s.ListField(
+        child=s.CharField(), required=False, help_text="Job only: the ranks it holds on."
+    )
+
+
+class FunctionStatSerializer(s.Serializer):
+    function = s.CharField(help_text="`name (file.py)`: a function of your code, any line.")
+    frame = s.CharField(help_text="Its line seen in most samples (a flamegraph frame).")
+    samples = s.IntegerField(help_text="Samples with it on the stack, each once.")
+
+
+class ThreadFunctionsSerializer(s.Serializer):
+    thread = s.CharField(help_text="The thread's name.")
+    tid = s.JSONField(help_text="The thread id.")
+    samples = s.IntegerField(help_text="The thread's samples.")
+    functions = FunctionStatSerializer(many=True, help_text="Its top 20 functions of your code.")
+
+
+class ExplanationSerializer(s.Serializer):
+    frame = s.CharField(help_text="A frame of your code (the function's hottest line).")
+    function = s.CharField(required=False, help_text="The function, when the item is one.")
+    state = s.CharField(required=False, help_text="The state at that call site, else absent.")
+    percent = s.FloatField(help_text="Its share of the straggler's step-thread samples.")
+    others_percent = s.FloatField(help_text="Its share on the other ranks together.")
+    delta = s.FloatField(help_text="percent - others_percent, in points (always > 0).")
+    interval = s.ListField(child=s.FloatField(), help_text="95% interval of the delta.")
+
+
+class StragglerSerializer(s.Serializer):
+    name = s.CharField(help_text="The rank the others wait for.")
+    wait_percent = s.FloatField(help_text="Its step threads' share in collectives.")
+    others_wait_percent = s.FloatField(help_text="The other ranks' share in collectives.")
+    explanation = ExplanationSerializer(many=True, help_text="What it does more, largest first.")
+
+
+class JobClassSerializer(s.Serializer):
+    ranks = s.ListField(child=s.CharField(), help_text="Ranks that behave alike.")
+    label = s.CharField(help_text="`ranks 0-2: 77% collective at train.py:98 (in …)`.")
+    states = s.ListField(child=s.DictField(), help_text="Their states: {state, percent}.")
+    distinctive = ExplanationSerializer(
+        allow_null=True, help_text="The function of your code the other ranks hardly run."
+    )
+
+
 class StatsSerializer(s.Serializer):
     """The analysis CLI's JSON without `flamegraph` (contract 2)."""
 
@@ -111,13 +186,26 @@ class StatsSerializer(s.Serializer):
     lag = LagSerializer(
         required=False, allow_null=True, help_text="Whether py-spy kept up (with its log)."
     )
-    states = s.ListField(
-        child=s.DictField(),
+    states = StateStatSerializer(
+        many=True,
         required=False,
-        help_text="Samples per thread state (compute, gpu_sync, …); see docs/states.md.",
+        help_text="Samples per thread state, all eleven in order; see docs/states.md.",
     )
-    findings = s.ListField(
-        child=s.DictField(), required=False, help_text="What to look at first; docs/findings.md."
+    idle_included = s.BooleanField(
+        allow_null=True,
+        required=False,
+        help_text="Whether blocked threads were sampled (py-spy --idle); null: unknown.",
+    )
+    rounds = s.IntegerField(
+        allow_null=True,
+        required=False,
+        help_text="py-spy's sampling rounds, for active_percent; null: unknown.",
+    )
+    findings = FindingSerializer(
+        many=True, required=False, help_text="What to change, most important first."
+    )
+    thread_functions = ThreadFunctionsSerializer(
+        many=True, required=False, help_text="Per thread (top 16): your code's functions."
     )
     dump_threads = s.ListField(
         child=s.DictField(),
@@ -250,11 +338,14 @@ class GroupSerializer(s.Serializer):
     start_skew_s = s.FloatField(help_text="Spread of the moments each py-spy began sampling.")
     captures = s.IntegerField(help_text="How many processes.")
     processes = GroupProcessSerializer(many=True, help_text="One capture per process.")
-    straggler = s.DictField(
-        required=False, allow_null=True, help_text="The rank that differs; docs/findings.md."
+    straggler = StragglerSerializer(
+        allow_null=True, help_text="The rank the others wait for (null: none beyond noise)."
     )
-    classes = s.ListField(child=s.DictField(), required=False, help_text="Ranks that behave alike.")
-    findings = s.ListField(child=s.DictField(), required=False, help_text="Job-wide findings.")
+    classes = JobClassSerializer(many=True, help_text="Ranks that behave alike.")
+    findings = FindingSerializer(many=True, help_text="The job's findings (docs/findings.md).")
+    job_report_reason = s.CharField(
+        allow_null=True, help_text="Why there is no verdict yet (ranks still running); null."
+    )
 
 
 class GroupUnsentSerializer(GroupSerializer):

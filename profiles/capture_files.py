@@ -130,12 +130,14 @@ def store_export(capture: Capture, export: bytes | None) -> None:
     replace_file(capture.export_file, EXPORT_NAMES[capture.raw_format], ContentFile(export))
 
 
-def export_bytes(profile: Any, raw_format: str) -> bytes:
-    """The export, gzip-compressed as it is stored. The folded text of a speedscope
-    import is several times the file (112 MB for a 30 MB one): it is compressed a batch
-    of lines at a time, never held whole."""
+def export_bytes(profile: Any, raw_format: str, name: str = "flamedeck profile") -> bytes:
+    """The export, gzip-compressed as it is stored; a speedscope export carries `name`
+    (speedscope's title). The folded text of a speedscope import is several times the
+    file (112 MB for a 30 MB one): it is compressed a batch of lines at a time, never
+    held whole."""
     if raw_format != "speedscope":
-        return gzip.compress(json.dumps(pyspy.to_speedscope(profile)).encode(), compresslevel=6)
+        doc = pyspy.to_speedscope(profile, name=name)
+        return gzip.compress(json.dumps(doc).encode(), compresslevel=6)
     out = io.BytesIO()
     with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6) as gz_out:
         lines = pyspy.to_folded(profile)

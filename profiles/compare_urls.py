@@ -2,13 +2,13 @@
 
 from django.urls import path
 
-from . import compare_views
+from . import compare_views, trend_views
 
 app_name = "compare"
 urlpatterns = [
     path("compare/", compare_views.compare, name="compare"),
     path("compare/diff.json", compare_views.diff_flamegraph, name="diff_flamegraph"),
-    path("trends/", compare_views.trends, name="trends"),
-    path("trends.json", compare_views.trends_data, name="trends_data"),
-    path("runs/<int:pk>/trends.json", compare_views.run_trends, name="run_trends"),
+    path("trends/", trend_views.trends, name="trends"),
+    path("trends.json", trend_views.trends_data, name="trends_data"),
+    path("runs/<int:pk>/trends.json", trend_views.run_trends, name="run_trends"),
 ]

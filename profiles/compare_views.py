@@ -1,4 +1,4 @@
-"""Comparison of two captures, differential flamegraphs, and share trends.
+"""Comparison of two captures and differential flamegraphs (trends: trend_views.py).
 
 The page and `GET /api/compare/` both take their numbers from `comparison_for()`, which
 hands stored stats to the engine (`profiles.pyspy.compare`). Of two captures the
@@ -7,42 +7,27 @@ earlier (by queue time) is "before", the later "after", whatever order the URL g
 
 from __future__ import annotations
 
-from statistics import fmean
 from typing import Any, TypedDict
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from config.params import parse_id, query_int
-from profiles.pyspy import GPU_KEYWORDS, select_threads
 from profiles.pyspy import compare as engine
+from profiles.pyspy import select_threads
 from runs.api import api
-from runs.models import Run
 
 from . import api_schema, pipeline, selectors
-from .models import Capture, Keyword
+from .models import Capture
 
 DIFF_MAX_NODES = 3000
 FRAME_ROWS_SHOWN = 15
-TREND_CAPTURES = 500
-TREND_RUNS_DEFAULT = 20
-TREND_RUNS_MAX = 200
-_TREND_FIELDS = (
-    "id",
-    "queued_at",
-    "finished_at",
-    "scheduled",
-    "stats",
-    "run_id",
-    "pid",
-    "group_id",
-)
 
 
 class Incomparable(Exception):
@@ -58,23 +43,6 @@ class CaptureSummary(TypedDict):
     status: str
     total_samples: int
     lag_verdict: str | None
-
-
-class TrendPoint(TypedDict):
-    capture: int
-    url: str
-    at: str
-    label: str
-    percent: float
-    low: float
-    high: float
-    lag: str | None
-    scheduled: bool
-
-
-class TrendSeries(TypedDict):
-    name: str
-    points: list[TrendPoint]
 
 
 # --- shared reads -------------------------------------------------------------------
@@ -285,148 +253,3 @@ def _full_tree(capture: Capture, threads: list[str] | None) -> dict[str, Any] | 
 def _max_nodes(request: HttpRequest) -> int:
     wanted = query_int(request.GET, "max_nodes")
     return min(max(DIFF_MAX_NODES if wanted is None else wanted, 100), 8192)
-
-
-# --- trends ---------------------------------------------------------------------------
-
-
-def _point(capture: Capture, share: engine.ShareSide, label: str) -> TrendPoint:
-    return {
-        "capture": capture.pk,
-        "url": reverse("profiles:capture_detail", args=[capture.pk]),
-        "at": (capture.finished_at or capture.queued_at).isoformat(),
-        "label": label,
-        "percent": share["percent"],
-        "low": share["low"],
-        "high": share["high"],
-        "lag": capture.lag_verdict,
-        "scheduled": capture.scheduled,
-    }
-
-
-def _units(captures: list[Capture]) -> list[list[Capture]]:
-    """Captures as plotted: the ranks of one whole-job capture (CaptureGroup) are one
-    unit (they ran at the same time; joining them would draw a fake time series)."""
-    units: dict[object, list[Capture]] = {}
-    for capture in captures:
-        units.setdefault(("g", capture.group_id) if capture.group_id else capture.pk, []).append(
-            capture
-        )
-    return list(units.values())
-
-
-def _unit_point(unit: list[Capture], kind: str, name: str, label: str) -> TrendPoint | None:
-    shares = [(c, s) for c in unit if (s := engine.share_of(c.stats, kind, name)) is not None]
-    if not shares:
-        return None
-    first, share = shares[0]
-    if len(unit) == 1:
-        return _point(first, share, label)
-    # One point per whole-job capture: the ranks' mean, the band their range.
-    values = [s["percent"] for _, s in shares]
-    point = _point(first, share, f"job capture #{first.group_id} ({len(values)} ranks)")
-    point.update(percent=round(fmean(values), 2), low=min(values), high=max(values))
-    point["url"] = reverse("profiles:group_detail", args=[first.group_id])
-    point["at"] = min(c.finished_at or c.queued_at for c in unit).isoformat()
-    return point
-
-
-def _done_with_samples(captures: QuerySet[Capture]) -> list[Capture]:
-    rows = captures.filter(status=Capture.Status.DONE).exclude(kind=Capture.Kind.DUMP)
-    return [c for c in rows.only(*_TREND_FIELDS) if (c.stats or {}).get("total_samples")]
-
-
-@require_GET
-def run_trends(request: HttpRequest, pk: int) -> JsonResponse:
-    """Category shares over a run's captures (x = capture time), one series per category."""
-    run = get_object_or_404(Run, pk=pk)
-    captures = _done_with_samples(Capture.objects.filter(run=run).order_by("-queued_at"))
-    captures = captures[:TREND_CAPTURES][::-1]
-    names = list(dict.fromkeys(r["category"] for c in captures for r in c.stats["categories"]))
-    series: list[TrendSeries] = []
-    units = _units(captures)
-    for name in names:
-        points = [
-            point
-            for unit in units
-            if (point := _unit_point(unit, "category", name, _capture_label(unit[0]))) is not None
-        ]
-        series.append({"name": name, "points": points})
-    return JsonResponse({"run": {"id": run.pk, "name": run.name}, "series": series})
-
-
-def _capture_label(capture: Capture) -> str:
-    return f"#{capture.pk} pid {capture.pid}" if capture.pid else f"#{capture.pk}"
-
-
-def _trend_names() -> dict[str, list[str]]:
-    keywords = Keyword.objects.values_list("keyword", "category")
-    return {
-        "category": sorted({c for _, c in keywords} | {k.category for k in GPU_KEYWORDS}),
-        "keyword": sorted({k for k, _ in keywords} | {k.keyword for k in GPU_KEYWORDS}),
-    }
-
-
-@require_GET
-def trends(request: HttpRequest) -> HttpResponse:
-    """`/trends/`: one keyword's or category's share over the last N runs."""
-    options = _trend_options(request)
-    names = _trend_names()
-    page = {**options, "dataUrl": reverse("compare:trends_data")}
-    context = {
-        "options": options,
-        "names": names,
-        "page": page,
-        "unknown": options["name"] not in names[options["kind"]],
-    }
-    return render(request, "profiles/trends.html", context)
-
-
-def _trend_options(request: HttpRequest) -> dict[str, Any]:
-    kind = "keyword" if request.GET.get("kind") == "keyword" else "category"
-    mode = "mean" if request.GET.get("mode") == "mean" else "latest"
-    runs = query_int(request.GET, "runs")
-    runs = TREND_RUNS_DEFAULT if runs is None else runs
-    name = request.GET.get("name") or ("sync" if kind == "category" else "cuStreamSynchronize")
-    return {"kind": kind, "name": name, "mode": mode, "runs": min(max(runs, 1), TREND_RUNS_MAX)}
-
-
-@require_GET
-def trends_data(request: HttpRequest) -> JsonResponse:
-    """The cross-run series: per run, its latest done capture's share, or the mean."""
-    options = _trend_options(request)
-    runs = list(Run.objects.order_by("-created_at")[: options["runs"]])
-    by_run: dict[int, list[Capture]] = {}
-    qs = Capture.objects.filter(run__in=runs).order_by("-finished_at", "-queued_at")
-    for capture in _done_with_samples(qs):
-        by_run.setdefault(capture.run_id, []).append(capture)
-    points = [
-        point
-        for run in reversed(runs)
-        if (point := _run_point(run, by_run.get(run.pk, []), options)) is not None
-    ]
-    series: list[TrendSeries] = [{"name": options["name"], "points": points}]
-    unknown = options["name"] not in _trend_names()[options["kind"]]
-    return JsonResponse({**options, "unknown": unknown, "series": series})
-
-
-def _run_point(run: Run, captures: list[Capture], options: dict[str, Any]) -> TrendPoint | None:
-    """The run's latest unit (a capture, or every rank of a whole-job capture as one),
-    or in "mean" mode the mean over its units: a 64-rank job weighs as one capture."""
-    kind, name = options["kind"], options["name"]
-    units = _units(captures)  # newest first, as `captures` comes
-    points = [p for u in units if (p := _unit_point(u, kind, name, run.name)) is not None]
-    if not points:
-        return None
-    if options["mode"] == "latest":
-        points = points[:1]
-    point = points[0]
-    if point["label"] != run.name:  # a whole-job capture: say which one
-        point["label"] = f"{run.name} · {point['label']}"
-    point["at"] = (run.started_at or run.created_at).isoformat()
-    if len(points) > 1:
-        # The mean of per-unit shares; the band is their range, not an interval.
-        values = [p["percent"] for p in points]
-        point.update(percent=round(fmean(values), 2), low=min(values), high=max(values))
-        point["label"] = f"{run.name} (mean of {len(values)} captures)"
-    return point

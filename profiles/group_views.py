@@ -1,15 +1,24 @@
 """The group page: every process of a whole-job capture side by side, live until
 every process ends, and its JSON (`GET /api/groups/<id>/live/`)."""
 
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from rest_framework.response import Response
 
+from config.params import query_ids
+from profiles import pyspy
 from runs.api import api
 from runs.permissions import can_launch
 
-from . import api_schema, group_selectors
+from . import api_schema, downloads, group_selectors, selectors
 from .models import CaptureGroup
+
+EXPORTS = {
+    "folded": ("text/plain", "folded.txt"),
+    "speedscope": ("application/json", "speedscope.json"),
+}
 
 
 def _get_group_for_user(user, pk: int) -> CaptureGroup:
@@ -35,3 +44,30 @@ def group_detail(request, pk: int):
 def group_live(request, pk: int):
     """The group page's numbers; the page polls it until every process has ended."""
     return Response(group_selectors.group_page(_get_group_for_user(request.user, pk)))
+
+
+@require_GET
+def group_download(request, pk: int, what: str):
+    """The whole job's merged flamegraph as folded stacks or one speedscope file: each
+    process's stored tree under its label (`?capture=ID`… keeps those processes),
+    written a process at a time."""
+    group = _get_group_for_user(request.user, pk)
+    if what not in EXPORTS:
+        raise Http404("Export as folded or speedscope.")
+    try:
+        only = query_ids(request.GET, "capture")
+    except ValidationError as exc:
+        return HttpResponseBadRequest(" ".join(exc.messages))
+    captures = [c for c in selectors.group_captures(group=group) if not only or c.pk in only]
+    parts = selectors.group_trees(captures=captures, user=request.user)
+    title = f"whole-job capture #{group.pk} of {group.run.name}"
+    if what == "folded":
+        # One chunk per process: a tree is at most FLAMEDECK_FLAMEGRAPH_NODES lines.
+        body = (
+            "".join(f"{x}\n" for x in pyspy.tree_to_folded(tree, label)) for label, tree in parts
+        )
+    else:
+        body = pyspy.trees_to_speedscope(parts, title)
+    content_type, suffix = EXPORTS[what]
+    name = downloads.file_name(f"job-{group.pk}", group.run.name, suffix=suffix)
+    return downloads.streamed(body, content_type, name)

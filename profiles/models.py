@@ -76,6 +76,9 @@ class CaptureGroup(models.Model):
     hosts_total = models.PositiveIntegerField(default=0)
     hosts_settled = models.PositiveIntegerField(default=0)
     start_by = models.DateTimeField(null=True, blank=True)
+    # The whole-job report (profiles/pyspy/job.py: ranks, straggler, classes, findings),
+    # computed from the ranks' stored stats once every rank has ended; null before.
+    job_report = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

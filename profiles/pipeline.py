@@ -19,9 +19,11 @@ from runs.services import host_target
 
 # Re-exported: pages and tests read stored files as `pipeline.read_*` and analyse
 # as `pipeline.capture_analyze*`.
+from .analysis import StateRulesError as StateRulesError
 from .analysis import capture_analyze as capture_analyze
 from .analysis import capture_analyze_stored as capture_analyze_stored
 from .analysis import keywords_for as keywords_for
+from .analysis import state_rules_configured as state_rules_configured
 from .capture_files import capture_store_outputs
 from .capture_files import read_flamegraph as read_flamegraph
 from .capture_files import read_log as read_log

@@ -4,6 +4,7 @@ Pages read stored stats and never the raw samples: a thread filter sums the
 per-thread tables stored at analysis time.
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
@@ -11,7 +12,7 @@ from django.db.models.fields.json import KT, KeyTransform
 
 from profiles import pyspy
 
-from . import pipeline, redact
+from . import capture_files, pipeline, redact
 from .models import Capture, CaptureGroup, Comment
 
 
@@ -153,6 +154,19 @@ def group_flamegraph(
             children.append({**tree, "name": f"process {capture.target_label}"})
     total = sum(child["value"] for child in children)
     return pyspy.prune_flamegraph({"name": "job", "value": total, "children": children}, max_nodes)
+
+
+def group_trees(*, captures: list[Capture], user: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each process's stored tree under its label, read one at a time (a 64-rank job
+    is never held whole), with command lines hidden from a viewer who may not see
+    them, as in the per-capture downloads."""
+    for capture in captures:
+        tree = capture_files.read_flamegraph(capture)
+        if tree is None:
+            continue
+        if redact.hides_server_details(capture, user):
+            tree = redact.tree(tree)
+        yield capture.target_label, tree
 
 
 def capture_sandwich(

@@ -6,6 +6,7 @@ app_name = "profiles"
 urlpatterns = [
     path("captures/", views.capture_list, name="capture_list"),
     path("captures/import/", views.capture_import, name="capture_import"),
+    path("captures/rows/", views.capture_rows_newer, name="capture_rows"),
     path("captures/<int:pk>/", views.capture_detail, name="capture_detail"),
     path("captures/<int:pk>/download/<str:what>/", views.capture_download, name="capture_download"),
     path("captures/<int:pk>/comments/", views.capture_comment, name="capture_comment"),
@@ -27,4 +28,5 @@ urlpatterns = [
     path("keywords/<int:pk>/", views.keywordset_detail, name="keywordset_detail"),
     path("keywords/<int:pk>/edit/", views.keywordset_edit, name="keywordset_edit"),
     path("groups/<int:pk>/", group_views.group_detail, name="group_detail"),
+    path("groups/<int:pk>/download/<str:what>/", group_views.group_download, name="group_download"),
 ]

@@ -16,9 +16,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.middleware import refusal
@@ -28,7 +28,7 @@ from runs.permissions import can_launch, can_remove_any_comment
 from runs.services import tags_from_text
 from runs.views import launch_context
 
-from . import redact, services
+from . import downloads, redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Comment, Keyword, KeywordSet
 from .selectors import capture_rows
@@ -93,7 +93,10 @@ def capture_list(request):
     except ValidationError:
         compare_with = ""
     on_page = {str(c.pk) for c in page.object_list}
+    filters = {k: v for k, v in request.GET.items() if k in LIST_FILTERS and v}
     context = {
+        # Page 1 takes new captures in as they come (capture_rows.js).
+        "rows_query": urlencode({**filters, "show_run": 1, "pick": 1}) if page.number == 1 else "",
         "compare_with": compare_with,
         # The capture to compare with is not on this page: keep it as a hidden pick.
         "compare_with_hidden": bool(compare_with) and compare_with not in on_page,
@@ -105,6 +108,24 @@ def capture_list(request):
         "tags": Tag.objects.filter(captures__isnull=False).distinct(),
     }
     return render(request, "profiles/capture_list.html", context)
+
+
+LIST_FILTERS = ("tag", "status", "kind", "host", "run", "verdict")
+
+
+@require_GET
+def capture_rows_newer(request):
+    """`/captures/rows/?after=ID&<filters>`: table rows of the captures newer than ID
+    (a table's newest), newest first, so tables add new captures without a reload.
+    `show_run=1` and `pick=1` ask for the run column and the compare box."""
+    after = query_id(request.GET, "after") or 0
+    captures = _filtered_captures(request.GET).filter(pk__gt=after)[:CAPTURES_PER_PAGE]
+    context = {
+        "captures": captures,
+        "show_run": request.GET.get("show_run") == "1",
+        "compare_pick": request.GET.get("pick") == "1",
+    }
+    return render(request, "profiles/_capture_rows.html", context)
 
 
 # --- capture detail ----------------------------------------------------------------
@@ -275,10 +296,7 @@ def capture_download(request, pk: int, what: str):
         raise Http404()
     hide = redact.hides_server_details(capture, request.user)
     body, content_type, suffix = _download_body(capture, what, hide)
-    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="capture-{capture.pk}.{suffix}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return downloads.streamed(body, content_type, downloads.capture_file_name(capture, suffix))
 
 
 # --- annotations -------------------------------------------------------------------

@@ -74,6 +74,8 @@ class RunSerializer(serializers.ModelSerializer):
             "started_at",
             "ended_at",
             "created_at",
+            "library_paths",
+            "step_threads",
         ]
         extra_kwargs = schema.described(schema.RUN_FIELDS)
 
@@ -149,6 +151,9 @@ def run_list(request):
             description=serializer.validated_data.get("description", ""),
             tags=request.data.get("tags", "") if isinstance(request.data.get("tags"), str) else "",
         )
+        for field in ANALYSIS_FIELDS:
+            if serializer.validated_data.get(field):
+                _save_analysis_field(run, serializer.validated_data, field)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
     runs = Run.objects.prefetch_related("tags")[:200]
     return Response(RunSerializer(runs, many=True).data)
@@ -157,9 +162,15 @@ def run_list(request):
 @schema.run_detail(RunSerializer)
 @api(["GET", "PATCH"])
 def run_detail(request, pk: int):
-    """The run with its processes; PATCH stores `capture_settings` ("Capture all")."""
+    """The run with its processes; PATCH stores `capture_settings` ("Capture all"),
+    `library_paths` (what the analysis counts as library code) and/or `step_threads`
+    (the threads the whole-job report reads as the training step)."""
     run = get_object_or_404(Run.objects.prefetch_related("tags"), pk=pk)
-    if request.method == "PATCH":
+    patch = request.method == "PATCH" and isinstance(request.data, dict)
+    analysis = [f for f in ANALYSIS_FIELDS if patch and f in request.data]
+    for field in analysis:
+        _save_analysis_field(run, request.data, field)
+    if request.method == "PATCH" and ("capture_settings" in request.data or not analysis):
         if not isinstance(request.data.get("capture_settings"), dict):
             raise ValidationError({"capture_settings": ["give an object of capture settings"]})
         try:
@@ -170,6 +181,20 @@ def run_detail(request, pk: int):
             raise _invalid(exc) from None
         services.run_capture_settings_save(run=run, settings_=cleaned)
     return Response(run_json(run))
+
+
+ANALYSIS_FIELDS = ("library_paths", "step_threads")
+
+
+def _save_analysis_field(run: Run, data: object, field: str) -> None:
+    """Validate and store one of ANALYSIS_FIELDS (what new analyses of the run use)."""
+    serializer = RunSerializer(run, data={field: data[field]}, partial=True)  # type: ignore[index]
+    serializer.is_valid(raise_exception=True)
+    save = {
+        "library_paths": services.run_library_paths_save,
+        "step_threads": services.run_step_threads_save,
+    }[field]
+    save(run=run, **{field: serializer.validated_data.get(field, "")})
 
 
 def _host_or_400(value: object) -> Host:

@@ -24,9 +24,19 @@ class RunForm(forms.ModelForm):
 
     class Meta:
         model = Run
-        fields = ["name", "description", "status", "started_at", "ended_at", "schedule_every_min"]
+        fields = [
+            "name",
+            "description",
+            "status",
+            "started_at",
+            "ended_at",
+            "schedule_every_min",
+            "library_paths",
+            "step_threads",
+        ]
         widgets = {
             "description": forms.Textarea(attrs={"rows": 3}),
+            "library_paths": forms.Textarea(attrs={"rows": 2}),
             "started_at": forms.DateTimeInput(attrs={"type": "datetime-local"}),
             "ended_at": forms.DateTimeInput(attrs={"type": "datetime-local"}),
         }

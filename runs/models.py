@@ -1,5 +1,7 @@
 """Hosts a team profiles on, training runs, and the processes that make up a run."""
 
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -8,6 +10,27 @@ from django.utils.deconstruct import deconstructible
 
 from config.params import pid_validators
 from runs.remote import model as remote_checks
+
+MAX_LIBRARY_ENTRIES, MAX_LIBRARY_ENTRY = 200, 300
+
+
+def validate_library_paths(value: str) -> None:
+    """At most 200 lines of at most 300 printable characters (a run's library paths)."""
+    lines = [line.strip() for line in value.splitlines() if line.strip()]
+    if len(lines) > MAX_LIBRARY_ENTRIES:
+        raise ValidationError(f"at most {MAX_LIBRARY_ENTRIES} library entries, one per line")
+    for line in lines:
+        if len(line) > MAX_LIBRARY_ENTRY or not line.isprintable():
+            raise ValidationError(
+                f"each library entry is one printable line of at most {MAX_LIBRARY_ENTRY} "
+                f"characters: {line[:60]!r}"
+            )
+
+
+def validate_step_threads(value: str) -> None:
+    """Printable thread names (or tids), separated by commas or spaces."""
+    if not value.isprintable():
+        raise ValidationError("thread names are printable text, separated by commas")
 
 
 class Tag(models.Model):
@@ -165,6 +188,24 @@ class Run(models.Model):
     register_key = models.CharField(
         max_length=200, null=True, blank=True, unique=True, editable=False
     )
+    # Code that is not the team's own, beyond the standard library and well-known
+    # packages: one package name or path prefix per line (profiles/pyspy/usercode.py).
+    library_paths = models.TextField(
+        blank=True,
+        validators=[validate_library_paths],
+        help_text="Library code, not yours: one package name or path prefix per line "
+        "(e.g. megatron, src/vendor/, /opt/venv/). Findings point past it to your code.",
+    )
+
+    # The threads that run the training step, when the whole-job report should not
+    # guess them (profiles/pyspy/findings.py step_threads): names or tids.
+    step_threads = models.CharField(
+        max_length=300,
+        blank=True,
+        validators=[validate_step_threads],
+        help_text="Threads that run the training step, comma-separated (default: the "
+        "threads that make collective calls).",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -175,6 +216,16 @@ class Run(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("runs:run_detail", args=[self.pk])
+
+    @property
+    def step_thread_names(self) -> tuple[str, ...]:
+        """`step_threads` as a tuple of names (split on commas and whitespace)."""
+        return tuple(name for name in re.split(r"[,\s]+", self.step_threads) if name)
+
+    @property
+    def library_entries(self) -> tuple[str, ...]:
+        """`library_paths` as the analysis wants them: one entry per non-blank line."""
+        return tuple(line.strip() for line in self.library_paths.splitlines() if line.strip())
 
 
 class RunProcess(models.Model):

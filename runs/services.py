@@ -19,7 +19,7 @@ from config.params import parse_pid
 from runs import remote
 
 from .audit import host_changes, recording_as
-from .models import Host, Run, RunProcess, Tag
+from .models import Host, Run, RunProcess, Tag, validate_library_paths, validate_step_threads
 from .permissions import OPERATOR_HOST_FIELDS, can_administer_hosts
 
 LOCAL_OFF = "local hosts are turned off on this server (FLAMEDECK_LOCAL_HOST=0)"
@@ -139,6 +139,22 @@ def run_create(
         started_at=timezone.now() if status == Run.Status.RUNNING else None,
     )
     run.tags.set(tags_from_text(tags))
+    return run
+
+
+def run_library_paths_save(*, run: Run, library_paths: str) -> Run:
+    """Store what the run's analyses count as library code (applies to new analyses)."""
+    validate_library_paths(library_paths)
+    run.library_paths = library_paths
+    run.save(update_fields=["library_paths"])
+    return run
+
+
+def run_step_threads_save(*, run: Run, step_threads: str) -> Run:
+    """Store which threads the whole-job report reads as the step (new reports use it)."""
+    validate_step_threads(step_threads)
+    run.step_threads = step_threads
+    run.save(update_fields=["step_threads"])
     return run
 
 

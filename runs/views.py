@@ -4,7 +4,6 @@ Everyone logged in sees these pages; creating and editing needs the launch
 permission (operators). Captures are launched from the pages through the JSON API.
 """
 
-from collections import defaultdict
 from functools import wraps
 from typing import Any
 
@@ -13,16 +12,17 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
-from django.db.models.fields.json import KT, KeyTransform
-from django.db.models.functions import RowNumber
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.params import query_id, query_page
 from profiles.forms import ImportForm
 from profiles.models import Capture
 from profiles.selectors import capture_rows, lag_history
+from profiles.sparklines import spark_series
 
 from . import selectors, services
 from .forms import AttachTreeForm, HostForm, RunForm, RunProcessForm
@@ -31,8 +31,9 @@ from .permissions import can_administer_hosts, can_launch, redact_check
 
 RUNS_PER_PAGE = 25
 CAPTURES_PER_PAGE = 50
-SPARK_CAPTURES = 12
+HOST_CAPTURES = 20
 SPARK_CATEGORIES = 3
+LATEST_FIELDS = ("pk", "status", "queued_at", "verdict")
 CAPTURE_DEFAULTS = {
     "duration": 30,
     "rate": 20,
@@ -107,74 +108,49 @@ def _filtered_runs(params) -> QuerySet[Run]:
     count = (
         Capture.objects.filter(run=OuterRef("pk")).values("run").annotate(c=Count("pk")).values("c")
     )
-    return runs.distinct().annotate(capture_count=Subquery(count))
+    newest = Capture.objects.filter(run=OuterRef("pk")).order_by("-queued_at")
+    newest = newest.annotate(verdict=KT("stats__lag__verdict"))
+    latest = {f"latest_{f}": Subquery(newest.values(f)[:1]) for f in LATEST_FIELDS}
+    return runs.distinct().annotate(capture_count=Subquery(count), **latest)
 
 
-def _recent_captures(run_ids: list[int]) -> dict[int, list[dict]]:
-    """The last few captures of each run, newest first, in one query."""
-    rows = (
-        Capture.objects.filter(run_id__in=run_ids)
-        .annotate(
-            rn=Window(RowNumber(), partition_by=F("run_id"), order_by=F("queued_at").desc()),
-            categories=KeyTransform("categories", "stats"),
-            verdict=KT("stats__lag__verdict"),
-            host_name=F("host__name"),
-        )
-        .filter(rn__lte=SPARK_CAPTURES)
-        .values(
-            "pk",
-            "run_id",
-            "status",
-            "kind",
-            "queued_at",
-            "pid",
-            "host_name",
-            "categories",
-            "verdict",
-            "original_name",
-        )
-    )
-    by_run: dict[int, list[dict]] = defaultdict(list)
-    for row in sorted(rows, key=lambda r: r["queued_at"], reverse=True):
-        by_run[row["run_id"]].append(row)
-    return by_run
+def _latest(run: Run) -> dict | None:
+    """The run's newest capture, whatever its status (annotated by _filtered_runs)."""
+    if run.latest_pk is None:
+        return None
+    return {f: getattr(run, f"latest_{f}") for f in LATEST_FIELDS}
 
 
-def sparkline(captures: list[dict], width: int = 120, height: int = 26) -> list[dict]:
-    """Polylines of the main categories' shares over captures, oldest to newest."""
-    done = [c for c in reversed(captures) if c.get("categories")]
-    if len(done) < 1:
-        return []
-    totals: dict[str, float] = defaultdict(float)
-    for capture in done:
-        for cat in capture["categories"]:
-            totals[cat["category"]] += cat["percent"]
-    main = sorted(totals, key=totals.get, reverse=True)[:SPARK_CATEGORIES]
-    top = max(
-        [c["percent"] for cap in done for c in cap["categories"] if c["category"] in main] + [1]
-    )
-    step = width / max(len(done) - 1, 1)
+def sparkline(
+    series: tuple[str, list[dict[str, float]]] | None, width: int = 120, height: int = 26
+) -> dict | None:
+    """Polylines of the main categories' shares in one series (the whole job's, or one
+    rank's: never a line through two ranks), oldest to newest."""
+    if not series:
+        return None
+    name, points = series
+    main = sorted({c for p in points for c in p}, key=lambda c: -sum(p.get(c, 0) for p in points))
+    main = main[:SPARK_CATEGORIES]
+    top = max([point.get(c, 0) for point in points for c in main] + [1])
+    step = width / max(len(points) - 1, 1)
     lines = []
-    for name in main:
-        points = []
-        for i, capture in enumerate(done):
-            share = next((c["percent"] for c in capture["categories"] if c["category"] == name), 0)
-            points.append(f"{i * step:.1f},{height - 2 - share / top * (height - 4):.1f}")
-        last = next((c["percent"] for c in done[-1]["categories"] if c["category"] == name), 0)
-        lines.append({"category": name, "points": " ".join(points), "last": last})
-    return lines
+    for category in main:
+        xy = [
+            f"{i * step:.1f},{height - 2 - point.get(category, 0) / top * (height - 4):.1f}"
+            for i, point in enumerate(points)
+        ]
+        last = points[-1].get(category, 0)
+        lines.append({"category": category, "points": " ".join(xy), "last": last})
+    return {"series": name, "lines": lines, "count": len(points)}
 
 
 @require_GET
 def run_list(request):
     page = Paginator(_filtered_runs(request.GET), RUNS_PER_PAGE).get_page(query_page(request.GET))
-    recent = _recent_captures([run.pk for run in page.object_list])
+    run_ids = [run.pk for run in page.object_list]
+    recent = spark_series(run_ids)
     rows = [
-        {
-            "run": run,
-            "latest": (recent.get(run.pk) or [None])[0],
-            "spark": sparkline(recent.get(run.pk, [])),
-        }
+        {"run": run, "latest": _latest(run), "spark": sparkline(recent.get(run.pk))}
         for run in page.object_list
     ]
     context = {
@@ -224,6 +200,8 @@ def run_detail(request, pk: int):
         "can_launch": can_launch(request.user),
         "groups": _recent_groups(run),
         "run_tags": sorted({t.name for c in page.object_list for t in c.tags.all()}),
+        # Page 1 takes new captures in as they come (capture_rows.js).
+        "rows_query": urlencode({"run": run.pk, "tag": tag or ""}) if page.number == 1 else "",
     }
     return render(request, "runs/run_detail.html", context)
 
@@ -242,7 +220,13 @@ def _save_run(form: RunForm, user) -> Run:
             tags=data["tags_text"],
             status=data["status"],
         )
-        for field in ("started_at", "ended_at", "schedule_every_min"):
+        for field in (
+            "started_at",
+            "ended_at",
+            "schedule_every_min",
+            "library_paths",
+            "step_threads",
+        ):
             if data.get(field) is not None:  # keep run_create's start time unless one was given
                 setattr(run, field, data[field])
         run.save()
@@ -361,7 +345,8 @@ def host_list(request):
 @require_GET
 def host_detail(request, pk: int):
     host = _get_host_for_user(request.user, pk)
-    captures = capture_rows(Capture.objects.filter(host=host)).order_by("-queued_at")[:20]
+    captures = capture_rows(Capture.objects.filter(host=host)).order_by("-queued_at")
+    captures = captures[:HOST_CAPTURES]
     context = {
         "host": host,
         "captures": captures,
@@ -371,6 +356,8 @@ def host_detail(request, pk: int):
         "can_launch": can_launch(request.user),
         "attach_runs": _attachable_runs() if can_launch(request.user) else [],
         "can_administer_hosts": can_administer_hosts(request.user),
+        "rows_query": urlencode({"host": host.pk, "show_run": 1}),
+        "rows_limit": HOST_CAPTURES,
     }
     return render(request, "runs/host_detail.html", context)
 

@@ -2,9 +2,21 @@
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from runs.permissions import HOST_ADMINS_GROUP, OPERATORS_GROUP
 from tests.support.worker import WorkerProcess
+
+
+@pytest.fixture
+def back_to_latest():
+    """For a test that migrates back: every migration applied again afterwards, so later
+    tests (and the live server) see the current schema whatever it left."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.fixture

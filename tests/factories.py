@@ -1,13 +1,17 @@
 """Object builders for tests: one place that knows how to make a run, a process, a
-done capture with stats, a notification target and a watch."""
+done capture with stats, a notification target, a watch, a whole-job run and capture, and
+a stored flamegraph tree."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import gzip
+import json
+from datetime import datetime, timedelta
 
+from django.core.files.base import ContentFile
 from django.utils import timezone
 
-from profiles.models import Capture
+from profiles.models import Capture, CaptureGroup
 from profiles.watch_models import NotifyTarget, Watch
 from runs.models import Host, Run, RunProcess
 
@@ -51,6 +55,8 @@ def capture(
     minutes_ago: float = 0,
     status: str = Capture.Status.DONE,
     run_: Run | None = None,
+    kind: str = Capture.Kind.RECORD,
+    **fields,
 ) -> Capture:
     at = timezone.now() - timedelta(minutes=minutes_ago)
     made = Capture.objects.create(
@@ -58,9 +64,10 @@ def capture(
         process=process_,
         host=process_.host if process_ else None,
         pid=process_.pid if process_ else None,
-        kind=Capture.Kind.RECORD,
+        kind=kind,
         status=status,
         stats=stats,
+        **fields,
     )
     Capture.objects.filter(pk=made.pk).update(queued_at=at, finished_at=at)
     made.refresh_from_db()
@@ -82,3 +89,131 @@ def watch(baseline: Capture, *, targets=(), role: str | None = None, **fields) -
     )
     made.targets.set(targets)
     return made
+
+
+FIRST_PID = 4000
+"""Processes of `job_run` have pids FIRST_PID + rank."""
+
+
+def local_host() -> Host:
+    return Host.objects.get_or_create(name="local", defaults={"transport": "local"})[0]
+
+
+def job_run(*, ranks: int, name: str = "gloo-job", host_: Host | None = None) -> Run:
+    """A run with `ranks` processes on one host (the local one), roles rank-0, rank-1, ..."""
+    made = Run.objects.create(name=name)
+    ranked_processes(made, ranks, host_=host_, first_pid=FIRST_PID)
+    return made
+
+
+# --- share series (profiles/series.py) and downloads -------------------------------------
+
+
+def share_stats(
+    shares: dict[str, float], *, total: int = 1000, verdict: str | None = None, callers: int = 0
+) -> dict:
+    """Stored stats whose categories have these percentages of `total` samples (with
+    `callers` python_callers each, as heavy as the engine's)."""
+    return {
+        "format": "raw",
+        "total_samples": total,
+        "categories": [
+            {
+                "category": name,
+                "samples": round(total * pct / 100),
+                "percent": pct,
+                "python_callers": [
+                    {"frame": f"step_{i} (train.py:{i})", "samples": 1, "percent": 0.1}
+                    for i in range(callers)
+                ],
+            }
+            for name, pct in shares.items()
+        ],
+        "keywords": [],
+        "lag": {"verdict": verdict} if verdict else None,
+    }
+
+
+def ranked_processes(
+    run: Run,
+    count: int,
+    *,
+    host_: Host | None = None,
+    role: str = "rank-{}",
+    first_pid: int = 1000,
+) -> list[RunProcess]:
+    """`count` processes of `run` on one host (the local one), roles rank-0, rank-1, …
+    (or `role` for all when it has no `{}`), pids first_pid + i."""
+    on = host_ or local_host()
+    return RunProcess.objects.bulk_create(
+        RunProcess(run=run, host=on, pid=first_pid + i, role=role.format(i)) for i in range(count)
+    )
+
+
+def done_capture(
+    *,
+    run: Run | None = None,
+    process: RunProcess | None = None,
+    shares: dict[str, float],
+    at: datetime | None = None,
+    **fields,
+) -> Capture:
+    """A done capture whose categories have these shares, finished at `at` (now by
+    default); with no process, an import (give `original_name`)."""
+    ago = (timezone.now() - at).total_seconds() / 60 if at else 0
+    kind = Capture.Kind.RECORD if process else Capture.Kind.IMPORT
+    return capture(process, share_stats(shares), minutes_ago=ago, run_=run, kind=kind, **fields)
+
+
+def whole_job_capture(
+    run: Run,
+    processes: list[RunProcess],
+    shares: list[dict[str, float]],
+    *,
+    at: datetime,
+    callers: int = 0,
+) -> CaptureGroup:
+    """A whole-job capture: one done capture per process, `shares[i]` for process i."""
+    group = CaptureGroup.objects.create(run=run)
+    CaptureGroup.objects.filter(pk=group.pk).update(created_at=at)
+    Capture.objects.bulk_create(
+        Capture(
+            run=run,
+            process=p,
+            host=p.host,
+            pid=p.pid,
+            group=group,
+            status=Capture.Status.DONE,
+            stats=share_stats(s, callers=callers),
+            queued_at=at,
+            finished_at=at + timedelta(seconds=30),
+        )
+        for p, s in zip(processes, shares, strict=True)
+    )
+    # auto_now_add ignores the given queued_at: set it afterwards.
+    Capture.objects.filter(group=group).update(queued_at=at)
+    return group
+
+
+def minutes_ago(minutes: float) -> datetime:
+    return timezone.now() - timedelta(minutes=minutes)
+
+
+def store_tree(capture: Capture, tree: dict) -> Capture:
+    """Give a capture a stored flamegraph tree (as the analysis writes it)."""
+    capture.flamegraph_file.save(
+        "flamegraph.json.gz", ContentFile(gzip.compress(json.dumps(tree).encode()))
+    )
+    return capture
+
+
+def thread_tree(threads: dict[str, dict[str, int]]) -> dict:
+    """A flamegraph tree: `{"thread (1): main": {"leaf (a.py:1)": 5}}` → root, thread
+    nodes, one leaf per count under a shared `step (train.py:9)` frame."""
+    children = []
+    for thread, leaves in threads.items():
+        step = [{"name": name, "value": n, "children": []} for name, n in leaves.items()]
+        total = sum(leaves.values())
+        body = [{"name": "step (train.py:9)", "value": total, "children": step}]
+        children.append({"name": thread, "value": total, "children": body})
+    return {"name": "all", "value": sum(c["value"] for c in children), "children": children}

@@ -66,12 +66,14 @@ def _replace(apps, old, new):
     KeywordSet = apps.get_model("profiles", "KeywordSet")
     Keyword = apps.get_model("profiles", "Keyword")
     for keyword_set in KeywordSet.objects.filter(name=SET_NAME):
-        rows = keyword_set.keywords.order_by("position", "id")
+        # The manager, not the reverse accessor: a historical model rendered while
+        # unapplying a later migration may lack `keyword_set.keywords`.
+        rows = Keyword.objects.filter(keyword_set_id=keyword_set.pk).order_by("position", "id")
         if [(k.category, k.keyword) for k in rows] != old:
             continue
-        keyword_set.keywords.all().delete()
+        rows.delete()
         Keyword.objects.bulk_create(
-            Keyword(keyword_set=keyword_set, position=i, category=c, keyword=k)
+            Keyword(keyword_set_id=keyword_set.pk, position=i, category=c, keyword=k)
             for i, (c, k) in enumerate(new)
         )
 

@@ -13,7 +13,11 @@ Input formats (detected from content; gzip and UTF-16/UTF-8 BOMs are accepted):
   per-thread stacks at one instant, for the dump view (`parse_dump`).
 - py-spy's stdout log, for the lag analysis (`analyze_lag`).
 Keywords are substrings, `=name`, `re:regex` or `X under Y` (keywords.py); each
-keyword and category reports its `python_callers` (matching.py).
+keyword and category reports its `python_callers` (matching.py) and `user_callers`.
+Every sample also gets one thread state (states.py, rules in state_rules.py) and
+each thread an `active_percent` over py-spy's sampling rounds (activity.py).
+Findings (findings.py) say what to change; job.py reports a whole job from one stats
+per rank: the straggler, classes of ranks and the job's findings.
 Everything here is standard library only; no Django.
 """
 
@@ -22,14 +26,29 @@ __version__ = "1.0"
 from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
 from .dump import parse_dump  # noqa: E402
 from .errors import ProfileError  # noqa: E402
-from .export import to_folded, to_speedscope  # noqa: E402
+from .export import (  # noqa: E402
+    to_folded,
+    to_speedscope,
+    tree_to_folded,
+    trees_to_speedscope,
+)
+from .findings import findings_for_capture  # noqa: E402
 from .flamegraph import prune_flamegraph, select_threads  # noqa: E402
+from .job import analyze_job  # noqa: E402
 from .keywords import GPU_KEYWORDS, Keyword, keyword_problem, load_keywords  # noqa: E402
 from .lag import analyze_lag  # noqa: E402
 from .profile import Profile  # noqa: E402
 from .raw import parse_raw_lines  # noqa: E402
 from .reading import parse_profile_text, read_profile  # noqa: E402
 from .sandwich import Sandwich, frames_like, sandwich  # noqa: E402, F401
+from .states import (  # noqa: E402
+    STATES,
+    StateRules,
+    UserCode,
+    default_state_rules,
+    is_user_frame,
+    load_state_rules,
+)
 from .threads import ThreadTables, combine_threads, thread_tables  # noqa: E402
 from .types import (  # noqa: E402
     CategoryStat,
@@ -40,12 +59,21 @@ from .types import (  # noqa: E402
     KeywordStat,
     LagPoint,
     LagReport,
+    StateStat,
     Stats,
     ThreadStat,
 )
 
 __all__ = [
+    "findings_for_capture",
     "GPU_KEYWORDS",
+    "STATES",
+    "StateRules",
+    "StateStat",
+    "UserCode",
+    "default_state_rules",
+    "is_user_frame",
+    "load_state_rules",
     "AnalysisOptions",
     "CategoryStat",
     "DumpFrame",
@@ -62,6 +90,7 @@ __all__ = [
     "ThreadStat",
     "ThreadTables",
     "analyze",
+    "analyze_job",
     "analyze_lag",
     "combine_threads",
     "keyword_problem",
@@ -76,4 +105,6 @@ __all__ = [
     "thread_tables",
     "to_folded",
     "to_speedscope",
+    "tree_to_folded",
+    "trees_to_speedscope",
 ]

@@ -5,7 +5,11 @@ All passes are flat loops over the trie's arrays (parents precede children):
   (`first_on_path`), so recursion never double counts;
 - keywords and categories use bit masks carried down the path (matching.py): a
   node adds its inclusive value to a keyword only for bits its frame sets and no
-  ancestor set, and to that keyword's Python caller (the nearest Python frame above).
+  ancestor set, and to that keyword's Python caller (the nearest Python frame above)
+  and user caller (the nearest frame of the user's own code at or above it);
+- thread states (states.py) give every stack end one state and one user caller, so
+  the states of the capture and of each thread add up to their samples exactly;
+  `rounds`, `idle_included` and each thread's `active_percent` come from activity.py.
 Synthetic process/thread frames are left out of the frame lists and are never
 matched by keywords (a command line mentioning `queue` must not count).
 """
@@ -17,8 +21,11 @@ from collections.abc import Iterable
 from itertools import compress
 from typing import NamedTuple
 
+from .activity import BLOCKED, Activity, ThreadCount, active_percent, activity, thread_owners
+from .findings import findings_for_capture
 from .flamegraph import trie_flamegraph
 from .frames import ThreadFilter, parse_process
+from .functions import thread_functions
 from .keywords import GPU_KEYWORDS, Keyword
 from .lag import analyze_lag
 from .matching import (
@@ -30,7 +37,17 @@ from .matching import (
     matcher_for,
 )
 from .profile import Accumulated, Profile, accumulate
-from .types import CategoryStat, FrameStat, KeywordStat, Stats, ThreadStat
+from .rule_table import StateRules
+from .states import STATES, Classified, StateCounts, UserCode, classify, count_states, named
+from .types import (
+    CategoryStat,
+    FrameStat,
+    KeywordStat,
+    LagReport,
+    StateStat,
+    Stats,
+    ThreadStat,
+)
 
 TOP_CALLERS = 10
 
@@ -48,6 +65,12 @@ class AnalysisOptions(NamedTuple):
     """Length of the top_self, top_total and uncovered_native lists (>= 30)."""
     include_flamegraph: bool = True
     """Whether the result carries the (pruned) flamegraph tree."""
+    state_rules: StateRules | None = None
+    """The thread-state rule table (states.load_state_rules); None: the defaults."""
+    library: tuple[str, ...] = ()
+    """Extra package names or path prefixes that are library code, not the user's."""
+    idle: bool | None = None
+    """Whether py-spy recorded with --idle, when known; None: inferred from the data."""
 
 
 class _View(NamedTuple):
@@ -68,30 +91,87 @@ def analyze(
     view = _view(profile, options.threads)
     top_n = max(options.top_n, 30)
     own_by_frame, total_by_frame = _own_by_frame(profile, view), view.frame_total
-    matched = _keyword_counts(profile, view, options.keywords)
-    n_kw, callers = len(options.keywords), matched.named_callers(profile.frames)
+    classified = classify(profile, options.state_rules, UserCode(options.library))
+    matched = _keyword_counts(profile, view, options.keywords, classified.user_at)
+    n_kw, frames = len(options.keywords), profile.frames
+    callers, users = matched.named_callers(frames), matched.named_user_callers(frames)
+    counts = count_states(profile, view.own, classified, thread_owners(profile))
+    lag = analyze_lag(log_text) if log_text is not None else None
+    whole = counts if options.threads is None else None
+    act = capture_activity(profile, classified, lag, options.idle, whole)
     stats: Stats = {
         "format": profile.format,
         "total_samples": view.grand_total,
         "unique_stacks": len(view.own) - view.own.count(0),
         "skipped_lines": profile.skipped_lines,
         "max_depth": max(compress(profile.depth, view.own), default=0),
-        "threads": _threads(profile, total_by_frame, view.grand_total),
+        "threads": _threads(profile, view.grand_total, counts, act.rounds),
         "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
         "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
         "keywords": keyword_list(
-            options.keywords, matched.samples[:n_kw], callers[:n_kw], view.grand_total
+            options.keywords,
+            matched.samples[:n_kw],
+            callers[:n_kw],
+            view.grand_total,
+            users[:n_kw],
         ),
         "categories": category_list(
-            options.keywords, matched.samples[n_kw:], callers[n_kw:], view.grand_total
+            options.keywords,
+            matched.samples[n_kw:],
+            callers[n_kw:],
+            view.grand_total,
+            users[n_kw:],
         ),
         "uncovered_native": _uncovered(profile, own_by_frame, options.keywords, view, top_n),
+        "states": _all_states(counts, frames, view.grand_total),
+        "idle_included": act.idle_included,
+        "rounds": act.rounds,
     }
     if options.include_flamegraph:
         stats["flamegraph"] = trie_flamegraph(profile, view.total, view.sizes, options.max_nodes)
     if log_text is not None:
-        stats["lag"] = analyze_lag(log_text)
+        stats["lag"] = lag
+    stats["thread_functions"] = thread_functions(profile, view.total, classified, stats["threads"])
+    stats["findings"] = findings_for_capture(stats)
     return stats
+
+
+def capture_activity(
+    profile: Profile,
+    classified: Classified,
+    lag: LagReport | None,
+    idle: bool | None,
+    counts: StateCounts | None = None,
+) -> Activity:
+    """Rounds and idle_included of the whole capture (whatever the thread filter);
+    `counts` are its state counts when already made for the whole profile."""
+    if counts is None:
+        counts = count_states(profile, profile.self_count, classified, thread_owners(profile))
+    blocked = [STATES.index(s) for s in BLOCKED]
+    threads = (
+        ThreadCount(sum(samples), sum(samples[i] for i in blocked))
+        for fid, samples in counts.samples.items()
+        if fid >= 0
+    )
+    return activity(threads, lag, idle)
+
+
+def _all_states(counts: StateCounts, frames: list[str], whole: int) -> list[StateStat]:
+    samples, callers = counts.total()
+    return state_list(samples, [named(c, frames) for c in callers], whole)
+
+
+def state_list(samples: list[int], callers: list[dict[str, int]], whole: int) -> list[StateStat]:
+    """Every state in STATES order, zeros included; user callers percent of `whole`."""
+    return [
+        {
+            "state": state,
+            "samples": count,
+            "percent": percent(count, whole),
+            "user_callers": top_callers(by_frame, whole),
+        }
+        for state, count, by_frame in zip(STATES, samples, callers, strict=True)
+    ]
 
 
 def percent(part: int, whole: int) -> float:
@@ -131,30 +211,35 @@ def _own_by_frame(profile: Profile, view: _View) -> list[int]:
     return own_by
 
 
-def _keyword_counts(profile: Profile, view: _View, keywords: tuple[Keyword, ...]) -> Matched:
-    """Samples and Python callers per keyword and category bit (see matching.py)."""
+def _keyword_counts(
+    profile: Profile, view: _View, keywords: tuple[Keyword, ...], user_at: list[int]
+) -> Matched:
+    """Samples, Python and user callers per keyword and category bit (see matching.py)."""
     matched = Matched(len(keywords) + len(category_names(keywords)))
     if keywords:
         callers = PythonCallers(profile)
         for node, fresh in fresh_matches(profile, matcher_for(profile, keywords)):
             if view.total[node]:
-                matched.add(fresh, view.total[node], callers.of(node))
+                matched.add(fresh, view.total[node], callers.of(node), user_at[node])
     return matched
 
 
 class Matched:
-    """Per bit: samples, and samples per Python caller frame id (-1: none)."""
+    """Per bit: samples, and samples per Python / user caller frame id (-1: none)."""
 
     def __init__(self, n_bits: int) -> None:
         self.samples = [0] * n_bits
         self.callers: list[dict[int, int]] = [{} for _ in range(n_bits)]
+        self.user_callers: list[dict[int, int]] = [{} for _ in range(n_bits)]
 
-    def add(self, bits: int, value: int, caller: int) -> None:
-        samples, callers = self.samples, self.callers
+    def add(self, bits: int, value: int, caller: int, user: int) -> None:
+        samples, callers, users = self.samples, self.callers, self.user_callers
         for bit in bits_of(bits):
             samples[bit] += value
             per = callers[bit]
             per[caller] = per.get(caller, 0) + value
+            per = users[bit]
+            per[user] = per.get(user, 0) + value
 
     def named_callers(self, frames: list[str]) -> list[dict[str, int]]:
         return [
@@ -162,24 +247,46 @@ class Matched:
             for per in self.callers
         ]
 
+    def named_user_callers(self, frames: list[str]) -> list[dict[str, int]]:
+        return [named(per, frames) for per in self.user_callers]
 
-def _threads(profile: Profile, total_by: list[int], whole: int) -> list[ThreadStat]:
+
+def _threads(
+    profile: Profile, whole: int, counts: StateCounts, rounds: int | None
+) -> list[ThreadStat]:
     out: list[ThreadStat] = []
+    frames = profile.frames
     for fid, (tid, name, _) in profile.frame_info().thread.items():
-        if total_by[fid]:
+        # A thread's samples are those of the stacks it owns (its frame outermost): a
+        # thread frame below another one (py-spy never writes that) adds to the outer
+        # thread, as in thread_tables.
+        samples = sum(counts.samples[fid]) if fid in counts.samples else 0
+        if samples:
             pid = pid_of(profile, profile.parent[profile.frame.index(fid)])
-            out.append(thread_stat(tid, name, pid, total_by[fid], whole))
+            by_caller = [named(c, frames) for c in counts.callers[fid]]
+            states = state_list(counts.samples[fid], by_caller, samples)
+            out.append(thread_stat(tid, name, pid, samples, whole, states, rounds))
     out.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
     return out
 
 
-def thread_stat(tid: int | str, name: str, pid: int | None, samples: int, whole: int) -> ThreadStat:
+def thread_stat(
+    tid: int | str,
+    name: str,
+    pid: int | None,
+    samples: int,
+    whole: int,
+    states: list[StateStat],
+    rounds: int | None,
+) -> ThreadStat:
     return {
         "name": name,
         "tid": tid,
         "pid": pid,
         "samples": samples,
         "percent": percent(samples, whole),
+        "states": states,
+        "active_percent": active_percent(samples, rounds),
     }
 
 
@@ -204,7 +311,11 @@ def ranked_frames(rows: Iterable[tuple[int, str]], whole: int, top_n: int) -> li
 
 
 def keyword_list(
-    keywords: tuple[Keyword, ...], counts: list[int], callers: list[dict[str, int]], whole: int
+    keywords: tuple[Keyword, ...],
+    counts: list[int],
+    callers: list[dict[str, int]],
+    whole: int,
+    users: list[dict[str, int]],
 ) -> list[KeywordStat]:
     rows: list[KeywordStat] = [
         {
@@ -213,14 +324,19 @@ def keyword_list(
             "samples": c,
             "percent": percent(c, whole),
             "python_callers": top_callers(by_frame, whole),
+            "user_callers": top_callers(by_user, whole),
         }
-        for kw, c, by_frame in zip(keywords, counts, callers, strict=True)
+        for kw, c, by_frame, by_user in zip(keywords, counts, callers, users, strict=True)
     ]
     return sorted(rows, key=lambda r: -r["samples"])
 
 
 def category_list(
-    keywords: tuple[Keyword, ...], counts: list[int], callers: list[dict[str, int]], whole: int
+    keywords: tuple[Keyword, ...],
+    counts: list[int],
+    callers: list[dict[str, int]],
+    whole: int,
+    users: list[dict[str, int]],
 ) -> list[CategoryStat]:
     rows: list[CategoryStat] = [
         {
@@ -228,14 +344,17 @@ def category_list(
             "samples": c,
             "percent": percent(c, whole),
             "python_callers": top_callers(by_frame, whole),
+            "user_callers": top_callers(by_user, whole),
         }
-        for cat, c, by_frame in zip(category_names(keywords), counts, callers, strict=True)
+        for cat, c, by_frame, by_user in zip(
+            category_names(keywords), counts, callers, users, strict=True
+        )
     ]
     return sorted(rows, key=lambda r: -r["samples"])
 
 
 def top_callers(by_frame: dict[str, int], whole: int) -> list[FrameStat]:
-    """The 10 Python callers with most samples, ties by frame name."""
+    """The 10 callers with most samples, ties by frame name."""
     return ranked_frames(((c, f) for f, c in by_frame.items() if c), whole, TOP_CALLERS)
 
 

@@ -1,4 +1,4 @@
-"""Command line: `python -m profiles.pyspy analyze|export|dump|lag ...`.
+"""Command line: `python -m profiles.pyspy analyze|export|dump|lag|job ...`.
 
 Exit 0 with JSON (or folded text) on stdout; exit 2 with one line on stderr when
 the input cannot be used. A bug still ends in one line (exit 1), never a traceback.
@@ -18,10 +18,12 @@ from .dump import parse_dump
 from .errors import ProfileError
 from .export import to_folded, to_speedscope
 from .frames import ThreadFilter
+from .jobcli import add_job_parser, run_job
 from .keywords import load_keywords
 from .lag import analyze_lag
 from .profile import Profile
 from .reading import read_profile
+from .rule_table import load_state_rules
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -52,6 +54,19 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--thread", action="append", help="only this thread name or tid (repeatable)")
     an.add_argument("--top", type=int, default=50, help="length of the top lists (>= 30)")
     an.add_argument("--no-flamegraph", action="store_true")
+    an.add_argument("--state-rules", help="extra thread-state rules (JSON or `state: name` lines)")
+    an.add_argument(
+        "--library",
+        action="append",
+        default=[],
+        help="package or path prefix that is library code, not yours (repeatable)",
+    )
+    an.add_argument(
+        "--idle",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="py-spy recorded with (--idle) or without (--no-idle) idle samples; default: infer",
+    )
     ex = sub.add_parser("export", help="convert a raw/speedscope file")
     ex.add_argument("file")
     ex.add_argument("--to", choices=["folded", "speedscope"], required=True)
@@ -59,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     dump.add_argument("file")
     lag = sub.add_parser("lag", help="lag report from py-spy's stdout")
     lag.add_argument("file")
+    add_job_parser(sub)
     return parser
 
 
@@ -89,6 +105,9 @@ def _analyze(args: argparse.Namespace) -> None:
         threads=frozenset(args.thread) if args.thread else None,
         top_n=args.top,
         include_flamegraph=not args.no_flamegraph,
+        state_rules=load_state_rules(args.state_rules) if args.state_rules else None,
+        library=tuple(args.library),
+        idle=args.idle,
     )
     log_text = _read_text(args.log) if args.log else None
     profile = read_profile(args.file)
@@ -147,6 +166,7 @@ _COMMANDS = {
     "export": _export,
     "dump": lambda a: _print_json(parse_dump(_read_text(a.file))),
     "lag": _lag,
+    "job": lambda a: run_job(a, _print_json),
 }
 
 

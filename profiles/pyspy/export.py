@@ -1,14 +1,16 @@
-"""Exports: folded stacks (flamegraph.pl / inferno) and speedscope JSON."""
+"""Exports: folded stacks (flamegraph.pl / inferno) and speedscope JSON, of parsed
+samples or of stored flamegraph trees (a whole job's, written a process at a time)."""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from . import __version__
 from .frames import parse_process, parse_thread, split_location
-from .profile import Profile
+from .profile import Profile, ProfileBuilder
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 _LINE = re.compile(r"(.*):(\d+)\Z", re.S)
@@ -112,3 +114,68 @@ def _speedscope_frame(text: str) -> dict[str, Any]:
     if match is None:
         return {"name": name, "file": location}
     return {"name": name, "file": match.group(1), "line": int(match.group(2))}
+
+
+# --- flamegraph trees (the stored, pruned trees; a whole job's export) ----------------
+
+
+def tree_stacks(tree: dict[str, Any]) -> Iterator[tuple[list[str], int]]:
+    """(frames root first, own samples) for every node of a flamegraph tree that has
+    samples of its own (its value less its children's); the root's name is left out."""
+    todo = [(child, [str(child["name"])]) for child in reversed(tree.get("children") or [])]
+    while todo:
+        node, path = todo.pop()
+        kids = node.get("children") or []
+        own = int(node["value"]) - sum(int(k["value"]) for k in kids)
+        if own > 0:
+            yield path, own
+        todo.extend((k, [*path, str(k["name"])]) for k in reversed(kids))
+
+
+def tree_to_folded(tree: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """Folded lines (no newline) of a tree, each stack under `prefix` when given."""
+    head = [_folded_frame(prefix)] if prefix else []
+    for path, own in tree_stacks(tree):
+        yield ";".join(head + [_folded_frame(f) for f in path]) + f" {own}"
+
+
+def trees_to_speedscope(parts: Iterable[tuple[str, dict[str, Any]]], name: str) -> Iterator[str]:
+    """One speedscope file of several processes' trees, written a process at a time
+    (memory: one tree and the shared frame table): each thread of each process is a
+    profile named `LABEL · Thread …`; equal frames are shared."""
+    index: dict[tuple[Any, ...], int] = {}
+    frames: list[dict[str, Any]] = []
+    head = {"$schema": SPEEDSCOPE_SCHEMA, "name": name, "exporter": f"flamedeck@{__version__}"}
+    yield json.dumps(head)[:-1] + ', "activeProfileIndex": 0, "profiles": ['
+    separator = ""
+    for label, tree in parts:
+        for profile in _tree_profiles(label, tree, index, frames):
+            yield separator + json.dumps(profile)
+            separator = ", "
+    yield '], "shared": {"frames": ' + json.dumps(frames) + "}}"
+
+
+def _tree_profiles(label: str, tree: dict[str, Any], index: dict, frames: list) -> list[dict]:
+    """One process's profiles, its frames moved into the shared table."""
+    builder = ProfileBuilder()
+    for path, own in tree_stacks(tree):
+        builder.add(path, own)
+    doc = to_speedscope(builder.build("raw"), name=label)
+    remap = [_shared_frame(frame, index, frames) for frame in doc["shared"]["frames"]]
+    return [
+        {
+            **profile,
+            "name": profile["name"] if profile["name"] == label else f"{label} · {profile['name']}",
+            "samples": [[remap[i] for i in sample] for sample in profile["samples"]],
+        }
+        for profile in doc["profiles"]
+    ]
+
+
+def _shared_frame(frame: dict[str, Any], index: dict, frames: list) -> int:
+    key = (frame["name"], frame.get("file"), frame.get("line"))
+    found = index.get(key)
+    if found is None:
+        found = index[key] = len(frames)
+        frames.append(frame)
+    return found

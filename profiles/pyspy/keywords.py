@@ -115,6 +115,11 @@ def _kw(category: str, *words: str) -> tuple[Keyword, ...]:
 
 
 _COND_WAIT = "re:^pthread_cond_(timed|clock)?wait"
+# pybind11's GIL guards, by whole name: the release *destructor* and the acquire
+# *constructor* take the GIL back. `gil_scoped_` as a substring also matched template
+# arguments (`initialize<..., call_guard<pybind11::gil_scoped_release>>` wraps every
+# c10d call) and so read collective waits as GIL waits.
+_GIL_GUARDS = "re:^pybind11::gil_scoped_(release::~gil_scoped_release|acquire::gil_scoped_acquire)$"
 GPU_KEYWORDS: tuple[Keyword, ...] = (
     # GIL first. py-spy hides take_gil and PyEval_RestoreThread in most builds, so
     # a GIL wait shows as a condition wait right under Python, the interpreter, a
@@ -126,9 +131,9 @@ GPU_KEYWORDS: tuple[Keyword, ...] = (
         "=drop_gil",
         "=PyEval_RestoreThread",
         "=PyEval_AcquireThread",
-        "gil_scoped_",
+        _GIL_GUARDS,
         f"{_COND_WAIT} under python",
-        f"{_COND_WAIT} under re:gil_scoped_",
+        f"{_COND_WAIT} under {_GIL_GUARDS}",
         f"{_COND_WAIT} under libtorch_python",
     ),
     *_kw("launch", "cuLaunchKernel", "cudaLaunchKernel"),
@@ -139,12 +144,27 @@ GPU_KEYWORDS: tuple[Keyword, ...] = (
         "cuEventSynchronize",
         "cudaDeviceSynchronize",
     ),
-    *_kw("alloc", "CUDACachingAllocator", "malloc", "free"),
+    # Whole names: `malloc`/`free` as substrings matched file paths (`freelist.py`)
+    # and unrelated symbols (`mallocator_stats`).
+    *_kw(
+        "alloc",
+        "CUDACachingAllocator",
+        "=malloc",
+        "=free",
+        "=calloc",
+        "=realloc",
+        "=posix_memalign",
+        "re:^cuda(Malloc|Free)",
+        "re:^cuMem(Alloc|Free)",
+    ),
     *_kw("copy", "cudaMemcpy", "cuMemcpy"),
     # `.item()` is THPVariable_item / at::native::item; __getitem__, THPVariable_getitem
     # and at::indexing::get_item are indexing (all seen in bench/torch_target.py captures).
     *_kw("host sync", "_local_scalar_dense", "re:(^|[.:]|THPVariable_)item$"),
-    *_kw("comm", "nccl"),
+    # Collectives of every backend: NCCL, gloo and c10d (ProcessGroup*, Work::wait), by
+    # native name. Not the Python file: `distributed_c10d.py` also runs imports and
+    # get_rank (the thread states know the Python API by function and file).
+    *_kw("comm", "nccl", "re:^c10d::", "re:^gloo::"),
     *_kw("mask", "create_block_mask"),
     # pthread_cond_signal/broadcast wake others up: not a wait.
     *_kw("wait", "sched_yield", "futex", _COND_WAIT),

@@ -11,6 +11,10 @@ by thread without reading the raw samples again, even after they were pruned.
 
 The tables are JSON-ready. Frames are listed once and referred to by index; a
 thread's `self` and `total` are flat `[index, samples, index, samples, ...]` lists.
+Version 3 adds each thread's states with their user callers, the keywords' and
+categories' user callers, and the capture's `rounds` and `idle_included` (which a
+thread subset shares with the whole capture). Older tables count every sample of a
+thread as `unknown` state, so states still add up to its samples.
 """
 
 from __future__ import annotations
@@ -20,14 +24,20 @@ from collections.abc import Iterable
 from itertools import compress
 from typing import Any, TypedDict
 
+from . import functions
+from .activity import thread_owners
 from .analysis import (
+    AnalysisOptions,
     Matched,
+    capture_activity,
     category_list,
     keyword_list,
     pid_of,
     ranked_frames,
+    state_list,
     thread_stat,
 )
+from .findings import findings_for_capture
 from .frames import ThreadFilter
 from .keywords import GPU_KEYWORDS, Keyword
 from .matching import (
@@ -38,9 +48,18 @@ from .matching import (
     matcher_for,
 )
 from .profile import Profile
-from .types import Stats
+from .states import (
+    NO_USER_FRAME,
+    STATES,
+    UNKNOWN,
+    StateCounts,
+    UserCode,
+    classify,
+    count_states,
+)
+from .types import LagReport, StateStat, Stats, ThreadStat
 
-VERSION = 2
+VERSION = 3
 
 
 class ThreadTable(TypedDict):
@@ -57,6 +76,12 @@ class ThreadTable(TypedDict):
     keyword_callers: list[list[int]]
     """Per keyword: flat [frame index, samples, ...] of its Python callers (-1: none)."""
     category_callers: list[list[int]]
+    keyword_user_callers: list[list[int]]
+    category_user_callers: list[list[int]]
+    states: list[int]
+    """Samples per state, in STATES order."""
+    state_callers: list[list[int]]
+    """Per state: flat [frame index, samples, ...] of its user callers (-1: none)."""
 
 
 class ThreadTables(TypedDict):
@@ -68,6 +93,8 @@ class ThreadTables(TypedDict):
     """Indexes (into `frames`) of native frames that match no keyword."""
     keywords: list[list[str]]
     threads: list[ThreadTable]
+    rounds: int | None
+    idle_included: bool | None
 
 
 class _Counts:
@@ -78,10 +105,21 @@ class _Counts:
         self.samples = self.unique = self.depth = 0
 
 
-def thread_tables(profile: Profile, keywords: tuple[Keyword, ...] = GPU_KEYWORDS) -> ThreadTables:
-    """Per-thread counts of everything `analyze` reports (see the module doc)."""
+def thread_tables(
+    profile: Profile,
+    keywords: tuple[Keyword, ...] = GPU_KEYWORDS,
+    *,
+    options: AnalysisOptions | None = None,
+    lag: LagReport | None = None,
+) -> ThreadTables:
+    """Per-thread counts of everything `analyze` reports (see the module doc).
+
+    `options` gives the state rules, library entries and idle flag (its keywords are
+    not used: `keywords` are); `lag` is the capture's lag report, for `rounds`.
+    """
+    options = options or AnalysisOptions()
     info = profile.frame_info()
-    owner = _owners(profile, info.thread.keys())
+    owner = thread_owners(profile)
     n_kw = len(keywords)
     counts = {fid: _Counts(n_kw + len(category_names(keywords))) for fid in info.thread}
     frame, synthetic, own = profile.frame, info.synthetic, profile.self_count
@@ -107,35 +145,27 @@ def thread_tables(profile: Profile, keywords: tuple[Keyword, ...] = GPU_KEYWORDS
         fid = key & _MASK
         if not synthetic[fid]:
             counts[key >> _SHIFT].total[fid] = value
+    classified = classify(profile, options.state_rules, UserCode(options.library))
     if keywords:
         callers = PythonCallers(profile)
         for node, fresh in fresh_matches(profile, matcher_for(profile, keywords)):
             mine = counts.get(owner[node])
             if mine is not None and total[node]:
-                mine.matched.add(fresh, total[node], callers.of(node))
-    return _tables(profile, keywords, counts)
+                mine.matched.add(fresh, total[node], callers.of(node), classified.user_at[node])
+    states = count_states(profile, own, classified, owner)
+    act = capture_activity(profile, classified, lag, options.idle, states)
+    tables = _tables(profile, keywords, counts, states)
+    tables["rounds"], tables["idle_included"] = act.rounds, act.idle_included
+    functions.add_to_tables(tables, profile, classified)  # type: ignore[arg-type]
+    return tables
 
 
 _SHIFT = 32
 _MASK = (1 << _SHIFT) - 1
 
 
-def _owners(profile: Profile, thread_frames: Iterable[int]) -> list[int]:
-    """Per node: the frame id of the outermost thread frame on its path, or -1."""
-    threads = set(thread_frames)
-    owner = [-1] * profile.node_count
-    nodes = zip(range(1, profile.node_count), profile.parent[1:], profile.frame[1:], strict=True)
-    for node, parent, fid in nodes:
-        above = owner[parent]
-        if above >= 0:
-            owner[node] = above
-        elif fid in threads:
-            owner[node] = fid
-    return owner
-
-
 def _tables(
-    profile: Profile, keywords: tuple[Keyword, ...], counts: dict[int, _Counts]
+    profile: Profile, keywords: tuple[Keyword, ...], counts: dict[int, _Counts], states: StateCounts
 ) -> ThreadTables:
     index: dict[int, int] = {}
     info = profile.frame_info()
@@ -166,6 +196,10 @@ def _tables(
                 "categories": mine.matched.samples[n_kw:],
                 "keyword_callers": [pairs(c) for c in mine.matched.callers[:n_kw]],
                 "category_callers": [pairs(c) for c in mine.matched.callers[n_kw:]],
+                "keyword_user_callers": [pairs(c) for c in mine.matched.user_callers[:n_kw]],
+                "category_user_callers": [pairs(c) for c in mine.matched.user_callers[n_kw:]],
+                "states": states.samples[fid],
+                "state_callers": [pairs(c) for c in states.callers[fid]],
             }
         )
     frames = [profile.frames[fid] for fid in index]
@@ -179,6 +213,8 @@ def _tables(
         "uncovered": uncovered,
         "keywords": [[kw.keyword, kw.category] for kw in keywords],
         "threads": threads,
+        "rounds": None,
+        "idle_included": None,
     }
 
 
@@ -195,27 +231,27 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
     wanted = ThreadFilter(threads)
     chosen = [t for t in tables["threads"] if wanted.matches(t["tid"], t["name"])]
     keywords = tuple(Keyword(word, category) for word, category in tables["keywords"])
+    n_kw, n_cat = len(keywords), len(category_names(keywords))
     whole = sum(t["samples"] for t in chosen)
     own, total = Counter[int](), Counter[int]()
-    matched_kw = [0] * len(keywords)
-    matched_cat = [0] * len(category_names(keywords))
-    kw_callers = [Counter[int]() for _ in matched_kw]
-    cat_callers = [Counter[int]() for _ in matched_cat]
     for table in chosen:
         _add_pairs(own, table["self"])
         _add_pairs(total, table["total"])
-        matched_kw = [a + b for a, b in zip(matched_kw, table["keywords"], strict=True)]
-        matched_cat = [a + b for a, b in zip(matched_cat, table["categories"], strict=True)]
-        # Tables stored before version 2 have no callers: their lists stay empty.
-        for counter, flat in zip(kw_callers, table.get("keyword_callers", []), strict=False):
-            _add_pairs(counter, flat)
-        for counter, flat in zip(cat_callers, table.get("category_callers", []), strict=False):
-            _add_pairs(counter, flat)
     frames, top_n = tables["frames"], max(top_n, 30)
     uncovered = set(tables["uncovered"])
-    thread_rows = [thread_stat(t["tid"], t["name"], t["pid"], t["samples"], whole) for t in chosen]
+    rounds = tables.get("rounds")
+    thread_rows = [_thread_row(t, whole, frames, rounds) for t in chosen]
     thread_rows.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
-    return {
+    kw = _sum_lists(chosen, "keywords", n_kw), _sum_lists(chosen, "categories", n_cat)
+    python = [
+        _named(_callers(chosen, key, size), frames, NO_PYTHON_FRAME)
+        for key, size in (("keyword_callers", n_kw), ("category_callers", n_cat))
+    ]
+    user = [
+        _named(_callers(chosen, key, size), frames, NO_USER_FRAME)
+        for key, size in (("keyword_user_callers", n_kw), ("category_user_callers", n_cat))
+    ]
+    stats: Stats = {
         "format": tables["format"],  # type: ignore[typeddict-item]
         "total_samples": whole,
         "unique_stacks": sum(t["unique_stacks"] for t in chosen),
@@ -224,16 +260,58 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
         "threads": thread_rows,
         "top_self": ranked_frames(((c, frames[i]) for i, c in own.items()), whole, top_n),
         "top_total": ranked_frames(((c, frames[i]) for i, c in total.items()), whole, top_n),
-        "keywords": keyword_list(keywords, matched_kw, _named(kw_callers, frames), whole),
-        "categories": category_list(keywords, matched_cat, _named(cat_callers, frames), whole),
+        "keywords": keyword_list(keywords, kw[0], python[0], whole, user[0]),
+        "categories": category_list(keywords, kw[1], python[1], whole, user[1]),
         "uncovered_native": ranked_frames(
             ((c, frames[i]) for i, c in own.items() if i in uncovered), whole, top_n
         ),
+        "states": _states(chosen, frames, whole),
+        "idle_included": tables.get("idle_included"),
+        "rounds": rounds,
     }
+    stats["thread_functions"] = functions.from_tables(chosen, thread_rows)  # type: ignore[arg-type]
+    stats["findings"] = findings_for_capture(stats)
+    return stats
 
 
-def _named(callers: list[Counter[int]], frames: list[str]) -> list[dict[str, int]]:
-    return [{frames[i] if i >= 0 else NO_PYTHON_FRAME: c for i, c in by.items()} for by in callers]
+def _thread_row(
+    table: ThreadTable, whole: int, frames: list[str], rounds: int | None
+) -> ThreadStat:
+    states = _states([table], frames, table["samples"])
+    return thread_stat(
+        table["tid"], table["name"], table["pid"], table["samples"], whole, states, rounds
+    )
+
+
+def _states(chosen: list[ThreadTable], frames: list[str], whole: int) -> list[StateStat]:
+    samples = [0] * len(STATES)
+    for table in chosen:
+        if "states" in table:
+            samples = [a + b for a, b in zip(samples, table["states"], strict=True)]
+        else:  # tables before version 3 did not classify: every sample is unknown
+            samples[UNKNOWN] += table["samples"]
+    callers = _named(_callers(chosen, "state_callers", len(STATES)), frames, NO_USER_FRAME)
+    return state_list(samples, callers, whole)
+
+
+def _sum_lists(chosen: list[ThreadTable], key: str, size: int) -> list[int]:
+    out = [0] * size
+    for table in chosen:
+        out = [a + b for a, b in zip(out, table[key], strict=True)]  # type: ignore[literal-required]
+    return out
+
+
+def _callers(chosen: list[ThreadTable], key: str, size: int) -> list[Counter[int]]:
+    """Per item, the callers summed over threads; tables too old to have them add none."""
+    out = [Counter[int]() for _ in range(size)]
+    for table in chosen:
+        for counter, flat in zip(out, table.get(key, []), strict=False):
+            _add_pairs(counter, flat)
+    return out
+
+
+def _named(callers: list[Counter[int]], frames: list[str], none: str) -> list[dict[str, int]]:
+    return [{frames[i] if i >= 0 else none: c for i, c in by.items()} for by in callers]
 
 
 def _add_pairs(counter: Counter[int], flat: list[int]) -> None:

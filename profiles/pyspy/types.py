@@ -23,18 +23,41 @@ class FlameNode(TypedDict):
     pruned_frames: NotRequired[int]
 
 
+class FrameStat(TypedDict):
+    frame: str
+    samples: int
+    percent: float
+
+
+# --- thread states (owned by the states engine: states.py, activity.py) ---
+
+
+class StateStat(TypedDict):
+    """One state of states.STATES: its samples and where they come from in user code.
+
+    `percent` is of the samples of the list's scope (the capture, or one thread);
+    `user_callers`: the nearest user-code frame at or above the frame where the state
+    began, once per sample, percent of the same scope, top 10, ties by frame;
+    "(no user frame)" when there is none.
+    """
+
+    state: str
+    samples: int
+    percent: float
+    user_callers: list[FrameStat]
+
+
 class ThreadStat(TypedDict):
+    """`states` add up to `samples`; `active_percent` is samples over the sampling rounds
+    (None when the rounds are unknown; activity.py)."""
+
     name: str
     tid: int | str
     pid: int | None
     samples: int
     percent: float
-
-
-class FrameStat(TypedDict):
-    frame: str
-    samples: int
-    percent: float
+    states: list[StateStat]
+    active_percent: float | None
 
 
 class KeywordStat(TypedDict):
@@ -50,6 +73,8 @@ class KeywordStat(TypedDict):
     samples: int
     percent: float
     python_callers: list[FrameStat]
+    user_callers: list[FrameStat]
+    """Like python_callers, but the nearest user-code frame (usercode.py)."""
 
 
 class CategoryStat(TypedDict):
@@ -59,6 +84,7 @@ class CategoryStat(TypedDict):
     samples: int
     percent: float
     python_callers: list[FrameStat]
+    user_callers: list[FrameStat]
 
 
 class LagPoint(TypedDict):
@@ -98,6 +124,14 @@ class Stats(TypedDict):
     keywords: list[KeywordStat]
     categories: list[CategoryStat]
     uncovered_native: list[FrameStat]
+    states: list[StateStat]
+    """Every state of states.STATES in order, zeros included; samples add up to total."""
+    idle_included: bool | None
+    """Whether samples of blocked threads are present (py-spy --idle); None: unknown."""
+    rounds: int | None
+    """The sampling rounds active_percent is measured against; None: unknown."""
+    thread_functions: NotRequired[list[ThreadFunctions]]
+    findings: NotRequired[list[Finding]]
     flamegraph: NotRequired[FlameNode]
     lag: NotRequired[LagReport | None]
 
@@ -130,3 +164,89 @@ class DumpThread(TypedDict):
     idle: bool | None
     gil: bool | None
     frames: list[DumpFrame]
+
+
+# --- whole-job report and findings (owned by jobfind: functions.py, findings.py, job.py) ---
+
+
+class FunctionStat(TypedDict):
+    """A user function (`name (file.py)`) on one thread: its samples, each sample once,
+    and `frame`, its line seen outermost in most samples (a flamegraph frame)."""
+
+    function: str
+    frame: str
+    samples: int
+
+
+class ThreadFunctions(TypedDict):
+    thread: str
+    tid: int | str
+    samples: int
+    functions: list[FunctionStat]
+
+
+class Finding(TypedDict):
+    """One finding (findings.py): `value` and `interval` (95%, Wilson) in the rule's unit,
+    percent of the step threads' samples for the share rules; reported only when the
+    whole interval is past `threshold`. `frames` are flamegraph frames to open."""
+
+    rule: str
+    severity: Literal["high", "medium", "info"]
+    title: str
+    value: float
+    interval: list[float]
+    threshold: float
+    frames: list[str]
+    user_callers: list[FrameStat]
+    advice: str
+    ranks: NotRequired[list[str]]
+
+
+class Explanation(TypedDict):
+    """What a rank does more than the others: a user function (`function`) or a state at
+    a user call site (`state`), in percent of step-thread samples; `delta` in points,
+    `interval` its 95% Newcombe interval (whole above 0)."""
+
+    frame: str
+    percent: float
+    others_percent: float
+    delta: float
+    interval: list[float]
+    function: NotRequired[str]
+    state: NotRequired[str]
+
+
+class Straggler(TypedDict):
+    """`wait_percent`: its step threads' share in collectives (without idle samples: in
+    collectives or blocked, of the sampling rounds); `others_wait_percent` the others'."""
+
+    name: str
+    wait_percent: float
+    others_wait_percent: float
+    explanation: list[Explanation]
+
+
+class JobRank(TypedDict):
+    """One rank: its step threads' states added up (`states`, percent of `samples`) and
+    every thread as the capture's stats list it (with `states`, `active_percent`)."""
+
+    name: str
+    step_threads: list[str]
+    detected_by: str
+    samples: int
+    states: list[StateStat]
+    threads: list[ThreadStat]
+
+
+class JobClass(TypedDict):
+    ranks: list[str]
+    label: str
+    states: list[dict[str, float | str]]
+    distinctive: Explanation | None
+
+
+class JobReport(TypedDict):
+    ranks: list[JobRank]
+    straggler: Straggler | None
+    classes: list[JobClass]
+    findings: list[Finding]

@@ -1,12 +1,15 @@
-// Capture tables (run and host pages): rows of captures still queued, running or
-// parsing follow their capture live — status, elapsed, current lag, samples — until
-// it ends, so a page reloaded mid-capture keeps moving. One request at a time.
+// Capture tables (captures list, run and host pages): new captures appear at the top
+// without a reload (rows rendered by the server, `table[data-rows-url]`), and rows of
+// captures still queued, running or parsing follow their capture live — status,
+// elapsed, current lag, samples — until it ends. One request at a time.
 (function () {
   "use strict";
   const fd = window.flamedeck;
   const el = fd.el;
   const LIVE = ["queued", "running", "parsing"];
   const EVERY_MS = 1500;
+  const NEW_EVERY_MS = 4000;
+  const table = document.querySelector("table.captures[data-rows-url]");
   // Live progress counts py-spy's sampling rounds; the result counts one sample per
   // thread per round, so the number grows when the capture ends: say which is which.
   const ROUNDS_TITLE = "sampling rounds so far; the result counts one sample per thread per round";
@@ -46,20 +49,44 @@
       : el("span", { class: capture.status === "failed" ? "error small" : "muted" }, capture.status === "failed" ? (capture.error || "failed") : "–"));
   }
 
-  async function tick() {
-    const rows = liveRows();
-    if (!rows.length) return;
-    for (const row of rows) {
-      try { update(row, await fd.fetchJson(`/api/captures/${row.dataset.capture}/`)); }
-      catch (err) { row.querySelector("[data-cell=status]").title = `lost track: ${err.message}`; }
-    }
-    setTimeout(tick, EVERY_MS);
+  function newest() {
+    return Math.max(0, ...[...document.querySelectorAll("tr[data-capture]")].map((row) => Number(row.dataset.capture)));
   }
 
-  // A capture started from this page (the dock) is not in the table yet: say so.
-  document.addEventListener("flamedeck:capture-final", (event) => {
-    const id = event.detail && event.detail.id;
-    if (!document.querySelector(`tr[data-capture="${id}"]`)) document.getElementById("captures")?.classList.add("stale");
-  });
+  // Rows of captures newer than the newest shown, as the server renders them.
+  async function addNewRows() {
+    const after = newest(); // none shown: every capture the filters take is new
+    const url = after ? `${table.dataset.rowsUrl}&after=${after}` : table.dataset.rowsUrl;
+    const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } });
+    if (!response.ok) throw new Error(response.statusText);
+    const template = document.createElement("template");
+    template.innerHTML = await response.text();
+    const rows = [...template.content.querySelectorAll("tr[data-capture]")];
+    if (!rows.length) return;
+    const body = table.tBodies[0];
+    body.querySelector("td.empty")?.parentNode.remove();
+    body.prepend(...rows);
+    rows.forEach((row) => fd.applyWidths(row));
+    const limit = Number(table.dataset.rowsLimit || 0);
+    if (limit) [...body.rows].slice(limit).forEach((row) => row.remove());
+  }
+
+  async function follow(row) {
+    try { update(row, await fd.fetchJson(`/api/captures/${row.dataset.capture}/`)); }
+    catch (err) { row.querySelector("[data-cell=status]").title = `lost track: ${err.message}`; }
+  }
+
+  let lastNew = Date.now(); // the page was rendered just now
+  async function tick() {
+    if (table && !document.hidden && Date.now() - lastNew >= NEW_EVERY_MS) {
+      lastNew = Date.now();
+      try { await addNewRows(); } catch (err) { table.title = `could not check for new captures: ${err.message}`; }
+    }
+    for (const row of liveRows()) await follow(row);
+    if (table || liveRows().length) setTimeout(tick, liveRows().length ? EVERY_MS : NEW_EVERY_MS);
+  }
+
+  // A capture started or finished from this page (the dock): look for it at once.
+  document.addEventListener("flamedeck:capture-final", () => { lastNew = 0; });
   tick();
 })();

@@ -134,8 +134,18 @@
     return [...filter.querySelectorAll("input:checked")].map((box) => box.value);
   }
 
+  // The downloads follow the ticked processes (none ticked: nothing to download).
+  function updateExports(ids) {
+    const params = new URLSearchParams(ids.map((id) => ["capture", id]));
+    for (const link of document.querySelectorAll("a[data-export]")) {
+      link.href = `${link.dataset.export}?${params}`;
+      link.hidden = !ids.length;
+    }
+  }
+
   async function loadFlamegraph() {
     const ids = selected();
+    updateExports(ids);
     if (!ids.length) {
       container.textContent = shownWithSamples ? "No process selected." : "No samples yet.";
       return;

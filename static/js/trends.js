@@ -1,13 +1,19 @@
 // Share trends: draws every `.trend-chart[data-trend-url]` on the page from its JSON
-// ({series: [{name, points: [{at, percent, low, high, url, label, lag, scheduled}]}]}).
-// Lines per series, a 95% band, points that link to their capture: a diamond for a
-// scheduled capture, a red ring when the sampler lagged. Text goes in via .text() only.
+// ({series: [{key, name, kind, shown, reason, points: [{at, percent, low, high, url,
+// label, lag, scheduled}]}], view?, categories?, ranks?}). One path per series, and a
+// series is one rank, the whole job or (for one rank) one category: no path joins two
+// ranks. With many ranks a picker chooses which are drawn (the server marks a few
+// `shown`); the run chart's select switches between "a category, a line per rank" and
+// "a rank, a line per category". Text goes in via textContent / .text() only.
 (function () {
   "use strict";
+  const el = window.flamedeck.el;
   const HEIGHT = 300;
   const MARGIN = { top: 12, right: 16, bottom: 34, left: 48 };
   const MIN_SPAN_MS = 10 * 60e3;
   const DAY_MS = 24 * 3600e3;
+  const JOB_COLOUR = "#1b2230";
+  const BANDS_UP_TO = 4;
 
   // Times, never bare seconds or milliseconds: the date appears once the span passes a day.
   function timeFormat(domain) {
@@ -32,6 +38,14 @@
     return lines.join("\n");
   }
 
+  function colours(series) {
+    const palette = d3.schemeTableau10;
+    const map = new Map();
+    let next = 0;
+    for (const s of series) map.set(s.key, s.kind === "job" ? JOB_COLOUR : palette[next++ % palette.length]);
+    return (key) => map.get(key);
+  }
+
   function scales(series, width) {
     const points = series.flatMap((s) => s.points);
     const times = d3.extent(points, (p) => new Date(p.at));
@@ -43,7 +57,7 @@
     return {
       x: d3.scaleTime().domain(times).range([MARGIN.left, width - MARGIN.right]),
       y: d3.scaleLinear().domain([0, Math.min(100, top)]).nice().range([HEIGHT - MARGIN.bottom, MARGIN.top]),
-      colour: d3.scaleOrdinal(d3.schemeTableau10).domain(series.map((s) => s.name)),
+      colour: colours(series),
     };
   }
 
@@ -60,78 +74,139 @@
     const band = d3.area().x(at).y0((p) => s.y(p.low)).y1((p) => s.y(p.high));
     const line = d3.line().x(at).y((p) => s.y(p.percent));
     const groups = svg.selectAll("g.series").data(series).join("g")
-      .attr("class", "series").attr("data-series", (d) => d.name);
+      .attr("class", (d) => "series series-" + d.kind)
+      .attr("data-series", (d) => d.name).attr("data-key", (d) => d.key).attr("data-kind", (d) => d.kind);
     // Presentation attributes too, so the chart reads right even where trends.css is absent.
-    groups.append("path").attr("class", "band").attr("fill", (d) => s.colour(d.name))
-      .attr("fill-opacity", 0.1).attr("d", (d) => band(d.points));
-    groups.append("path").attr("class", "line").attr("fill", "none").attr("stroke-width", 1.6)
-      .attr("stroke", (d) => s.colour(d.name)).attr("d", (d) => line(d.points));
+    if (series.length <= BANDS_UP_TO) {
+      groups.append("path").attr("class", "band").attr("fill", (d) => s.colour(d.key))
+        .attr("fill-opacity", 0.1).attr("d", (d) => band(d.points));
+    }
+    groups.append("path").attr("class", "line").attr("fill", "none").attr("stroke-width", (d) => (d.kind === "job" ? 2.2 : 1.6))
+      .attr("stroke-dasharray", (d) => (d.kind === "job" ? "6 3" : null))
+      .attr("stroke", (d) => s.colour(d.key)).attr("d", (d) => line(d.points));
     const symbol = d3.symbol().size(60).type((p) => (p.scheduled ? d3.symbolDiamond : d3.symbolCircle));
     const links = groups.selectAll("a.point").data((d) => d.points.map((p) => ({ series: d, point: p }))).join("a")
       .attr("class", (d) => "point" + (isLagging(d.point) ? " lagging" : "") + (d.point.scheduled ? " scheduled" : ""))
       .attr("href", (d) => d.point.url)
       .attr("data-capture", (d) => d.point.capture);
-    links.append("line").attr("class", "ci").attr("stroke", (d) => s.colour(d.series.name))
+    links.append("line").attr("class", "ci").attr("stroke", (d) => s.colour(d.series.key))
       .attr("stroke-opacity", 0.45)
       .attr("x1", (d) => at(d.point)).attr("x2", (d) => at(d.point))
       .attr("y1", (d) => s.y(d.point.low)).attr("y2", (d) => s.y(d.point.high));
     links.append("path")
       .attr("transform", (d) => "translate(" + at(d.point) + "," + s.y(d.point.percent) + ")")
-      .attr("d", (d) => symbol(d.point)).attr("fill", (d) => s.colour(d.series.name))
+      .attr("d", (d) => symbol(d.point)).attr("fill", (d) => s.colour(d.series.key))
       .attr("stroke", (d) => (isLagging(d.point) ? "#c92a2a" : "#fff"))
       .attr("stroke-width", (d) => (isLagging(d.point) ? 2.5 : 1));
     links.append("title").text((d) => describe(d.series, d.point));
   }
 
-  function drawLegend(container, series, s) {
-    const legend = document.createElement("div");
-    legend.className = "trend-legend";
-    legend.style.cssText = "display:flex;flex-wrap:wrap;gap:.4rem 1rem;font-size:.82rem";
-    for (const item of series) {
-      const entry = document.createElement("span");
-      const swatch = document.createElement("i");
-      swatch.style.cssText = "display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem";
-      swatch.style.background = s.colour(item.name);
-      entry.append(swatch, document.createTextNode(item.name));
-      legend.append(entry);
-    }
-    const key = document.createElement("span");
-    key.className = "trend-key";
-    key.textContent = "● manual capture  ◆ scheduled capture  ◯ red ring: sampler lagged";
-    legend.append(key);
-    container.append(legend);
+  function legend(series, s) {
+    const entries = series.map((item) => {
+      const swatch = el("i", { class: item.kind === "job" ? "job" : "" });
+      swatch.style.background = s.colour(item.key);
+      const why = item.reason ? el("span", { class: "muted" }, " · " + item.reason) : null;
+      return el("span", { class: "trend-entry", "data-key": item.key }, swatch, item.name, why);
+    });
+    const key = el("span", { class: "trend-key" }, "● manual capture  ◆ scheduled capture  ◯ red ring: sampler lagged");
+    return el("div", { class: "trend-legend" }, ...entries, key);
+  }
+
+  function latest(series) {
+    const last = series.points[series.points.length - 1];
+    return last ? ` (${last.percent.toFixed(1)}% latest)` : "";
+  }
+
+  // Which series are drawn: every series gets a box, the server's `shown` ticked first.
+  function picker(state, redraw) {
+    const noun = state.data.series.some((s) => s.kind === "rank") ? "ranks" : "lines";
+    const summary = el("summary", {});
+    const boxes = state.data.series.map((s) => el("label", { class: "series-choice" },
+      el("input", { type: "checkbox", value: s.key, checked: state.shown.has(s.key) }), " ", s.name + latest(s)));
+    const set = (keys) => { state.shown = new Set(keys); sync(); redraw(); };
+    const sync = () => {
+      summary.textContent = `${noun}: ${state.shown.size} of ${state.data.series.length} drawn`;
+      for (const box of boxes) box.firstChild.checked = state.shown.has(box.firstChild.value);
+    };
+    const actions = el("div", { class: "picker-actions" },
+      el("button", { type: "button", class: "linklike", onclick: () => set(state.data.series.filter((s) => s.shown).map((s) => s.key)) }, "first choice"),
+      el("button", { type: "button", class: "linklike", onclick: () => set(state.data.series.map((s) => s.key)) }, "all"),
+      el("button", { type: "button", class: "linklike", onclick: () => set([]) }, "none"));
+    const list = el("div", { class: "series-list" }, ...boxes);
+    list.addEventListener("change", (event) => {
+      if (event.target.checked) state.shown.add(event.target.value); else state.shown.delete(event.target.value);
+      sync();
+      redraw();
+    });
+    sync();
+    return el("details", { class: "series-picker" }, summary, actions, list);
+  }
+
+  // The run chart: one category with a line per rank, or one rank with a line per category.
+  function viewSelect(container, data) {
+    const options = (label, items, prefix) => el("optgroup", { label },
+      ...items.map((item) => el("option", { value: prefix + item.value }, item.text)));
+    const select = el("select", { class: "trend-view", "aria-label": "What to plot" },
+      options("A category, a line per rank:", data.categories.map((c) => ({ value: c, text: c })), "category="),
+      options("A rank, a line per category:", data.ranks.map((r) => ({ value: r.key, text: r.name })), "series="));
+    select.value = data.view.by === "rank" ? "category=" + data.view.category : "series=" + data.view.series;
+    select.addEventListener("change", () => {
+      const [param, ...rest] = select.value.split("=");
+      const url = new URL(container.dataset.trendUrl, window.location.href);
+      url.search = "";
+      url.searchParams.set(param, rest.join("="));
+      load(container, url.pathname + url.search);
+    });
+    return el("label", { class: "trend-view-label" }, "Plot ", select);
+  }
+
+  function drawChart(box, state) {
+    box.replaceChildren();
+    const series = state.data.series.filter((s) => state.shown.has(s.key) && s.points.length);
+    if (!series.length) { box.append(el("p", { class: "muted" }, "No line picked: tick some above.")); return; }
+    const width = Math.max(box.clientWidth, 360);
+    const s = scales(series, width);
+    const svg = d3.select(box).append("svg").attr("width", width).attr("height", HEIGHT)
+      .attr("class", "trend-svg").attr("role", "img");
+    drawAxes(svg, s, box.parentNode.dataset.xLabel || "");
+    drawSeries(svg, series, s);
+    box.append(legend(series, s));
+  }
+
+  function emptyText(data) {
+    if (data.unknown) return `Unknown ${data.kind} “${data.name}”: pick one from the list.`;
+    return "No finished captures with samples yet.";
   }
 
   function draw(container, data) {
-    container.textContent = "";
-    const series = (data.series || []).filter((s) => s.points.length);
-    if (!series.length) {
-      container.textContent = data.unknown
-        ? `Unknown ${data.kind} “${data.name}”: pick one from the list.`
-        : "No finished captures with samples yet.";
+    container.replaceChildren();
+    const withPoints = (data.series || []).filter((s) => s.points.length);
+    const controls = el("div", { class: "trend-controls" });
+    if (data.view && (data.categories.length || data.ranks.length)) controls.append(viewSelect(container, data));
+    container.append(controls);
+    if (!withPoints.length) {
+      container.append(el("p", { class: "muted trend-empty" }, emptyText(data)));
       container.dataset.state = "empty";
       return;
     }
-    const width = Math.max(container.clientWidth, 360);
-    const s = scales(series, width);
-    const svg = d3.select(container).append("svg").attr("width", width).attr("height", HEIGHT)
-      .attr("class", "trend-svg").attr("role", "img");
-    drawAxes(svg, s, container.dataset.xLabel || "");
-    drawSeries(svg, series, s);
-    drawLegend(container, series, s);
+    const state = { data: { ...data, series: withPoints }, shown: new Set(withPoints.filter((s) => s.shown).map((s) => s.key)) };
+    const box = el("div", { class: "trend-plot" });
+    if (withPoints.some((s) => !s.shown) || withPoints.length > 6) controls.append(picker(state, () => drawChart(box, state)));
+    container.append(box);
+    drawChart(box, state);
     container.dataset.state = "ready";
   }
 
-  async function load(container) {
+  async function load(container, url) {
     container.dataset.state = "loading";
     try {
-      draw(container, await flamedeck.fetchJson(container.dataset.trendUrl || container.dataset.url));
+      draw(container, await flamedeck.fetchJson(url || container.dataset.trendUrl || container.dataset.url));
     } catch (error) {
       container.dataset.state = "error";
-      container.textContent = "Could not load the trend: " + error.message;
+      container.replaceChildren(el("p", { class: "error" }, "Could not load the trend: " + error.message));
     }
   }
 
   // `#run-trends[data-url]` is the run page's own container, before it includes the partial.
-  document.querySelectorAll(".trend-chart[data-trend-url], #run-trends[data-url]").forEach(load);
+  document.querySelectorAll(".trend-chart[data-trend-url], #run-trends[data-url]").forEach((c) => load(c));
 })();

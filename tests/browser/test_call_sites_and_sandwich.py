@@ -184,8 +184,9 @@ def test_run_trends_plot_a_whole_job_capture_once_with_time_ticks(open_tab, team
     page = open_tab(teammate).goto(f"/runs/{run.pk}/")
     chart = page.locator("#trends .trend-chart[data-state='ready']")
     expect(chart).to_have_count(1)
-    series = chart.locator("g.series[data-series='host sync'] a.point")
-    expect(series).to_have_count(2)
+    # The three ranks are one point of the whole-job line; the lone capture is its own.
+    expect(chart.locator("g.series[data-key='job'] a.point")).to_have_count(1)
+    expect(chart.locator("g.series[data-kind='rank'] a.point")).to_have_count(4)
     ticks = chart.locator("g.axis.x .tick text").all_text_contents()
     assert ticks and all(re.fullmatch(r"\d\d:\d\d", t) for t in ticks), ticks
 

@@ -121,19 +121,22 @@ def test_two_checked_captures_from_the_list_compare(teammate_client, teammate):
 # --- trends -------------------------------------------------------------------------------
 
 
-def test_ranks_of_one_whole_job_capture_are_one_trend_point(teammate_client, teammate):
+def test_ranks_of_one_whole_job_capture_are_one_whole_job_trend_point(teammate_client, teammate):
     run = Run.objects.create(name="job")
     group = CaptureGroup.objects.create(run=run)
     ranks = [imported(teammate, run=run) for _ in range(3)]
     Capture.objects.filter(pk__in=[c.pk for c in ranks]).update(group=group)
     single = imported(teammate, run=run)
-    body = teammate_client.get(reverse("compare:run_trends", args=[run.pk])).json()
-    sync = next(s for s in body["series"] if s["name"] == "sync")
-    assert len(sync["points"]) == 2
-    job, alone = sync["points"]
-    assert job["label"] == f"job capture #{group.pk} (3 ranks)"
-    assert job["url"] == reverse("profiles:group_detail", args=[group.pk])
-    assert alone["capture"] == single.pk
+    url = reverse("compare:run_trends", args=[run.pk])
+    body = teammate_client.get(url, {"category": "sync"}).json()
+    job = next(s for s in body["series"] if s["key"] == "job")
+    (point,) = job["points"]
+    assert point["label"] == f"whole-job capture #{group.pk} (3 ranks)"
+    assert point["url"] == reverse("profiles:group_detail", args=[group.pk])
+    # Four imports of one file name, three in one whole-job capture: no rank is known,
+    # so each stands alone rather than joining the others.
+    alone = [s["points"] for s in body["series"] if s["kind"] == "rank"]
+    assert sorted(p["capture"] for (p,) in alone) == [c.pk for c in (*ranks, single)]
 
 
 def test_trends_say_unknown_category_and_list_the_known_ones(teammate_client):
@@ -297,8 +300,9 @@ def test_cross_run_trends_plot_a_runs_latest_whole_job_capture_as_one_point(
     ranks = [imported(teammate, run=run) for _ in range(2)]
     Capture.objects.filter(pk__in=[c.pk for c in ranks]).update(group=group)
     data = teammate_client.get(reverse("compare:trends_data") + "?name=sync&runs=5").json()
-    (point,) = data["series"][0]["points"]
-    assert point["label"] == f"job run · job capture #{group.pk} (2 ranks)"
+    job = next(s for s in data["series"] if s["key"] == "job")
+    (point,) = job["points"]
+    assert point["label"] == f"job run · whole-job capture #{group.pk} (2 ranks)"
     assert point["url"] == reverse("profiles:group_detail", args=[group.pk])
 
 

@@ -242,7 +242,8 @@ def test_cross_run_trends_take_the_latest_done_capture_per_run(teammate_client):
         "/trends.json", {"kind": "category", "name": "sync", "runs": 2}
     ).json()
     points = data["series"][0]["points"]
-    assert [p["label"] for p in points] == ["run-1"]  # run-2 has no capture; run-0 is beyond N
+    # run-2 has no capture; run-0 is beyond N
+    assert [p["label"] for p in points] == [f"run-1 · imported #{latest.pk}"]
     assert points[0]["capture"] == latest.pk and points[0]["percent"] == 10.0
 
 

@@ -1,6 +1,7 @@
-"""Existing installs get the refined default keyword set; edited sets are kept."""
+"""Existing installs get each refined default keyword set; edited sets are kept."""
 
 import importlib
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -8,9 +9,17 @@ from django.db.migrations.executor import MigrationExecutor
 
 from profiles import pyspy
 
-MIGRATION = importlib.import_module("profiles.migrations.0003_engine_gpu_keywords")
-BEFORE = [("profiles", "0002_capture_threads_file")]
-AFTER = [("profiles", "0003_engine_gpu_keywords")]
+MIGRATIONS = Path(__file__).resolve().parents[2] / "profiles" / "migrations"
+
+
+def _module(suffix):
+    """A migration by its descriptive name (numbers change when branches merge)."""
+    (path,) = MIGRATIONS.glob(f"[0-9][0-9][0-9][0-9]_{suffix}.py")
+    return importlib.import_module(f"profiles.migrations.{path.stem}")
+
+
+KEYWORD_MIGRATIONS = [_module("engine_gpu_keywords"), _module("states_gpu_keywords")]
+LATEST = KEYWORD_MIGRATIONS[-1]
 
 
 def _migrate(target):
@@ -25,30 +34,30 @@ def _make_set(apps, name, pairs):
     Keyword = apps.get_model("profiles", "Keyword")
     for i, (category, keyword) in enumerate(pairs):
         Keyword.objects.create(
-            keyword_set=keyword_set, position=i, category=category, keyword=keyword
+            keyword_set_id=keyword_set.pk, position=i, category=category, keyword=keyword
         )
 
 
 def _pairs(apps, name):
     keyword_set = apps.get_model("profiles", "KeywordSet").objects.get(name=name)
-    return [(k.category, k.keyword) for k in keyword_set.keywords.order_by("position")]
+    rows = apps.get_model("profiles", "Keyword").objects.filter(keyword_set_id=keyword_set.pk)
+    return [(k.category, k.keyword) for k in rows.order_by("position")]
 
 
-def test_the_migration_writes_exactly_the_engines_default_set():
-    assert [(k.category, k.keyword) for k in pyspy.GPU_KEYWORDS] == MIGRATION.NEW
+def test_the_latest_migration_writes_exactly_the_engines_default_set():
+    assert [(k.category, k.keyword) for k in pyspy.GPU_KEYWORDS] == LATEST.NEW
 
 
-@pytest.fixture
-def back_to_latest():
-    """Later tests need every migration applied again, whatever this test left."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
+def test_each_keyword_migration_starts_from_the_set_the_previous_one_wrote():
+    for earlier, later in zip(KEYWORD_MIGRATIONS, KEYWORD_MIGRATIONS[1:], strict=False):
+        assert later.OLD == earlier.NEW
 
 
+@pytest.mark.parametrize("MIGRATION", KEYWORD_MIGRATIONS, ids=lambda m: m.__name__)
 @pytest.mark.django_db(transaction=True)
-def test_an_untouched_default_set_is_refined_and_an_edited_one_is_kept(back_to_latest):
+def test_an_untouched_default_set_is_refined_and_an_edited_one_is_kept(back_to_latest, MIGRATION):
+    BEFORE = MIGRATION.Migration.dependencies
+    AFTER = [("profiles", MIGRATION.__name__.rpartition(".")[2])]
     apps = _migrate(BEFORE)
     apps.get_model("profiles", "KeywordSet").objects.all().delete()
     _make_set(apps, MIGRATION.SET_NAME, MIGRATION.OLD)

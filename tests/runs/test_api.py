@@ -225,3 +225,27 @@ def test_a_fresh_check_is_not_repeated(owner_client, run, local, dead_pid):
     RunProcess.objects.update(checked_at=now - timezone.timedelta(seconds=60))
     body = owner_client.post(f"/api/runs/{run.pk}/processes/check/").json()
     assert body["processes"][0]["alive"] is False
+
+
+def test_library_paths_are_set_read_and_checked_through_the_api(owner_client, run):
+    url = f"/api/runs/{run.pk}/"
+    response = owner_client.patch(
+        url, {"library_paths": "megatron\n/opt/venv/"}, "application/json"
+    )
+    assert (
+        response.status_code == 200 and response.json()["library_paths"] == "megatron\n/opt/venv/"
+    )
+    run.refresh_from_db()
+    assert run.library_entries == ("megatron", "/opt/venv/")
+    too_many = "\n".join(f"pkg{i}" for i in range(201))
+    for bad in (too_many, "bad\x07line", ["not", "text"]):
+        response = owner_client.patch(url, {"library_paths": bad}, "application/json")
+        assert response.status_code == 400 and "library_paths" in response.json()
+    assert Run.objects.get(pk=run.pk).library_entries == ("megatron", "/opt/venv/")
+
+
+def test_a_run_created_through_the_api_keeps_its_library_paths(owner_client):
+    body = {"name": "with-vendor", "library_paths": "src/vendor/"}
+    response = owner_client.post("/api/runs/", body, "application/json")
+    assert response.status_code == 201 and response.json()["library_paths"] == "src/vendor/"
+    assert Run.objects.get(name="with-vendor").library_entries == ("src/vendor/",)

@@ -108,7 +108,7 @@ def test_the_operators_permission_says_what_it_allows():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_migration_names_old_changes_and_resets_tampered_local_hosts():
+def test_the_migration_names_old_changes_and_resets_tampered_local_hosts(back_to_latest):
     before, after = (
         ("runs", "0003_security_host_admins_tokens"),
         [("runs", "0004_audit_keeps_history_local_host_reset")],

@@ -108,6 +108,26 @@ def test_an_owner_creates_a_run_with_tags_and_edits_it(owner_client, owner):
 
 
 @pytest.mark.django_db
+def test_the_run_form_sets_and_edits_the_library_paths(owner_client):
+    fields = {"name": "vendored", "status": "running", "schedule_every_min": 0}
+    owner_client.post(reverse("runs:run_create"), {**fields, "library_paths": "megatron"})
+    run = Run.objects.get(name="vendored")
+    assert run.library_entries == ("megatron",)
+    page = owner_client.get(reverse("runs:run_edit", args=[run.pk])).content.decode()
+    assert 'name="library_paths"' in page and "megatron" in page
+    edit = {**fields, "library_paths": "megatron\n src/vendor/ \n"}
+    owner_client.post(reverse("runs:run_edit", args=[run.pk]), edit)
+    run.refresh_from_db()
+    assert run.library_entries == ("megatron", "src/vendor/")
+    bad = owner_client.post(
+        reverse("runs:run_edit", args=[run.pk]), {**fields, "library_paths": "a\x00b"}
+    )
+    assert (
+        bad.status_code == 200 and Run.objects.get(pk=run.pk).library_entries == run.library_entries
+    )
+
+
+@pytest.mark.django_db
 def test_an_owner_attaches_and_detaches_a_process(owner_client, run, sleeper):
     host = Host.objects.get(name="local")
     owner_client.post(
@@ -332,7 +352,7 @@ def test_the_run_list_is_paginated_with_latest_capture_and_sparkline_in_bounded_
         response = teammate_client.get(reverse("runs:run_list"))
     rows = response.context["rows"]
     assert len(rows) == 25 and rows[0]["latest"] is not None
-    assert rows[0]["spark"] and rows[0]["spark"][0]["category"] == "sync"
+    assert rows[0]["spark"] and rows[0]["spark"]["lines"][0]["category"] == "sync"
     assert "<polyline" in response.content.decode()
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from profiles import pyspy
 from profiles.pyspy.regression import JudgeOptions, judge
+from profiles.pyspy.states import STATES
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "pyspy" / "torch_native_idle.txt"
 TRAIN = (
@@ -117,7 +118,8 @@ class StackRows:
             "top_total": self._ranked(sums["total"]),
         }
         if self.has_states:
-            result["states"] = [{"state": s, "samples": n} for s, n in sums["states"].items()]
+            # Like the engine: every state of the vocabulary, in order, zeros included.
+            result["states"] = [{"state": s, "samples": sums["states"][s]} for s in STATES]
         return result
 
     def _ranked(self, counts: Counter) -> list[dict]:

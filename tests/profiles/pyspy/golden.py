@@ -10,8 +10,8 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parents[2] / "data" / "pyspy"
 
 
-def check_golden(case: str, actual: object) -> None:
-    path = DATA / f"{case}.expected.json"
+def check_golden(case: str, actual: object, data: Path = DATA) -> None:
+    path = data / f"{case}.expected.json"
     text = json.dumps(actual, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     if os.environ.get("FLAMEDECK_UPDATE_GOLDEN") == "1" or not path.exists():
         path.write_text(text, encoding="utf-8")

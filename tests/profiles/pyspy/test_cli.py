@@ -53,6 +53,36 @@ def test_it_honours_max_nodes_keywords_and_thread_filters(tmp_path):
     assert _count_nodes(stats["flamegraph"]) <= 10
 
 
+def test_it_takes_state_rules_library_entries_and_the_idle_setting(tmp_path):
+    name = "states_starved_idle.txt"
+    rules = tmp_path / "rules.txt"
+    rules.write_text("# ours first\ncollective: Queue.get in queue.py\n", encoding="utf-8")
+    args = ["analyze", DATA / name, "--log", DATA / f"{name}.log", "--no-flamegraph"]
+    plain = json.loads(_run(*args, "--thread", "loader").stdout)
+    assert _state(plain, "idle")["user_callers"][0]["frame"].startswith("slow_batch (")
+    assert plain["idle_included"] is True and plain["rounds"] == 159
+    assert {t["name"] for t in plain["threads"]} == {"loader"}
+    assert sum(s["samples"] for s in plain["states"]) == plain["total_samples"]
+    whole = json.loads(_run(*args).stdout)
+    mine = json.loads(
+        _run(*args, "--state-rules", rules, "--library", "states_target", "--no-idle").stdout
+    )
+    waits = _state(whole, "data_wait")["samples"]
+    assert waits > 100 and _state(mine, "data_wait")["samples"] == 0
+    assert _state(mine, "collective")["samples"] == waits
+    assert mine["idle_included"] is False
+    assert {c["frame"] for s in mine["states"] for c in s["user_callers"]} == {"(no user frame)"}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("slow: x\n", encoding="utf-8")
+    done = _run(*args, "--state-rules", bad)
+    assert done.returncode == 2 and "unknown state 'slow'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def _state(stats, name):
+    return next(s for s in stats["states"] if s["state"] == name)
+
+
 def _count_nodes(node):
     return 1 + sum(_count_nodes(c) for c in node["children"])
 

@@ -119,8 +119,14 @@ def test_it_filters_every_statistic_by_thread_name_or_tid():
 def test_it_leaves_thread_and_process_frames_out_of_frame_lists_and_keywords():
     stats = _stats(['process 1:"python queue.py";thread (7): target-0;work (w.py:1) 2'])
     assert [r["frame"] for r in stats["top_total"]] == ["work (w.py:1)"]
-    assert stats["threads"] == [
-        {"name": "target-0", "tid": 7, "pid": 1, "samples": 2, "percent": 100.0}
-    ]
+    thread = stats["threads"][0]
+    assert len(stats["threads"]) == 1
+    assert {k: thread[k] for k in ("name", "tid", "pid", "samples", "percent")} == {
+        "name": "target-0",
+        "tid": 7,
+        "pid": 1,
+        "samples": 2,
+        "percent": 100.0,
+    }
     kw = analyze(parse_raw_lines(['process 1:"python queue.py";x 2']))
     assert _by(kw["keywords"], "keyword")["queue"] == 0

@@ -30,6 +30,11 @@ ANALYZE_CASES = [
     "torch_native_idle.txt",
     "torch_native_gil.txt",
     "torch_speedscope.json",
+    "states_starved_idle.txt",
+    "states_starved.txt",
+    "states_backpressure_idle.txt",
+    "states_gloo_rank0_idle.txt",
+    "states_gloo_rank1_idle.txt",
 ]
 DUMP_CASES = ["dump.txt", "dump_native.txt", "dump_locals.txt", "dump_json.json"]
 DUMP_CASES += ["corpus_calendarbot_dump.txt"]

@@ -94,6 +94,42 @@ def test_the_default_set_tells_gil_waits_host_syncs_and_real_waits_apart():
     assert _samples(CAPTURED) == expected
 
 
+GLOO_WAIT = (
+    # A 4-rank gloo job (DESIGN.md): the wrapper's *template argument* names the GIL guard.
+    "train_step (train.py:77);all_reduce (torch/distributed/distributed_c10d.py:3252);"
+    "pybind11::cpp_function::initialize<c10::intrusive_ptr<c10d::Work> (*)(c10d::Work&), "
+    "pybind11::call_guard<pybind11::gil_scoped_release>>::{lambda(pybind11::detail::"
+    "function_call&)#3}::operator() (libtorch_python.so);c10d::Work::wait (libtorch_cpu.so);"
+    "std::condition_variable::wait (libstdc++.so.6);pthread_cond_wait (libc.so.6);"
+    "0x7f00 (libc.so.6) 10"
+)
+
+
+def test_a_collective_wait_is_comm_and_wait_never_gil_through_a_template_argument():
+    assert _samples([GLOO_WAIT]) == {"comm": 10, "wait": 10}
+    gloo = "t (t.py:1);gloo::transport::tcp::UnboundBuffer::waitRecv (libtorch_cpu.so) 3"
+    group = "t (t.py:1);c10d::ProcessGroupGloo::allreduce (libtorch_cpu.so) 2"
+    nccl = "t (t.py:1);ncclAllReduce (libnccl.so.2) 1"
+    assert _samples([gloo, group, nccl]) == {"comm": 6}
+
+
+def test_malloc_and_free_match_whole_names_not_paths_or_other_symbols():
+    lines = [
+        "load (data/freelist.py:3) 1",
+        "mallocator_stats (libjemalloc.so.2) 2",
+        "mkl_blas_def_sgemm_freebufs_bdz (libtorch_cpu.so) 4",
+        "x (a.py:1);malloc (libc.so.6) 8",
+        "x (a.py:1);free (libc.so.6) 16",
+        "x (a.py:1);cudaMallocAsync (libcudart.so.12) 32",
+        "x (a.py:1);posix_memalign (libc.so.6) 64",
+    ]
+    assert _samples(lines) == {"alloc": 8 + 16 + 32 + 64}
+
+
+def test_matching_stays_case_sensitive():
+    assert _samples(["x (a.py:1);NCCLUtils::x (a.so) 1", "x (a.py:1);FREE (libc.so.6) 2"]) == {}
+
+
 def test_keyword_problems_are_named():
     assert "bad regular expression" in keyword_problem("re:(")
     assert "matches every name" in keyword_problem("re:x*")

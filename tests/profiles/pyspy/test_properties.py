@@ -17,6 +17,7 @@ from profiles.pyspy import (
     parse_raw_lines,
     read_profile,
 )
+from profiles.pyspy.states import STATES
 
 from .test_flamegraph import assert_well_formed
 
@@ -33,6 +34,23 @@ def check_invariants(stats):
             assert 0 <= row["samples"] <= whole
     assert stats["flamegraph"]["value"] == whole
     assert_well_formed(stats["flamegraph"], OPTIONS.max_nodes)
+    check_states(stats)
+
+
+def check_states(stats):
+    """Every sample in exactly one state, per capture and per thread."""
+    for scope, whole in [(stats, stats["total_samples"])] + [
+        (t, t["samples"]) for t in stats["threads"]
+    ]:
+        assert [s["state"] for s in scope["states"]] == list(STATES)
+        assert sum(s["samples"] for s in scope["states"]) == whole
+        for row in scope["states"]:
+            assert 0 <= row["percent"] <= 100
+            assert sum(c["samples"] for c in row["user_callers"]) <= row["samples"]
+            if len(row["user_callers"]) < 10:
+                assert sum(c["samples"] for c in row["user_callers"]) == row["samples"]
+        active = scope.get("active_percent")
+        assert active is None or 0 <= active <= 100
 
 
 @settings(max_examples=300, deadline=None)
@@ -65,10 +83,13 @@ def test_arbitrary_bytes_read_or_raise_profile_error(data):
         check_invariants(analyze(profile, OPTIONS))
 
 
-stacks = st.lists(
-    st.tuples(st.lists(st.sampled_from(FRAMES), min_size=1, max_size=8), st.integers(0, 50)),
-    max_size=12,
-)
+def stacks_of(frames, low=0, depth=8, lines=12):
+    """Raw records: stacks of `frames` (root first) with counts from `low` to 50."""
+    stack = st.lists(st.sampled_from(frames), min_size=1, max_size=depth)
+    return st.lists(st.tuples(stack, st.integers(low, 50)), max_size=lines)
+
+
+stacks = stacks_of(FRAMES)
 
 
 def oracle(records):
@@ -105,3 +126,46 @@ def test_every_count_equals_the_once_per_sample_oracle(records):
         "other": categories["other"],
     }
     check_invariants(stats)
+
+
+STATE_FRAMES = [
+    "main (train.py:1)",
+    "Queue.get (queue.py:171)",
+    "pthread_cond_wait (libc.so.6)",
+    "0x7f01 (libc.so.6)",
+    "c10d::Work::wait (libtorch_cpu.so)",
+    "take_gil (libpython3.11.so.1.0)",
+    "at::native::add (libtorch_cpu.so)",
+    "cuLaunchKernel (libcuda.so.1)",
+    "time_sleep (libpython3.11.so.1.0)",
+    "PyThread_acquire_lock_timed (libpython3.11.so.1.0)",
+    "thread (7): w",
+    "thread (8): v",
+]
+state_stacks = stacks_of(STATE_FRAMES, low=1, depth=7, lines=10)
+
+
+def _by_state(stats, key="samples"):
+    return {s["state"]: s[key] for s in stats["states"]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(state_stacks)
+def test_a_stacks_state_and_user_caller_do_not_depend_on_the_other_stacks(records):
+    """The trie shares prefixes between stacks; each stack alone must give the same."""
+    lines = [";".join(stack) + f" {count}" for stack, count in records]
+    options = AnalysisOptions(include_flamegraph=False)
+    together = analyze(parse_raw_lines(lines), options)
+    check_states(together)
+    samples, callers = Counter(), Counter()
+    for line in lines:
+        alone = analyze(parse_raw_lines([line]), options)
+        samples.update(_by_state(alone))
+        for row in alone["states"]:
+            callers.update({(row["state"], c["frame"]): c["samples"] for c in row["user_callers"]})
+    assert _by_state(together) == {state: samples[state] for state in STATES}
+    assert {
+        (row["state"], c["frame"]): c["samples"]
+        for row in together["states"]
+        for c in row["user_callers"]
+    } == +callers

@@ -11,6 +11,7 @@ from profiles.pyspy import AnalysisOptions, Keyword, analyze, parse_raw_lines, r
 from profiles.pyspy.threads import combine_threads, thread_names, thread_tables
 
 from .golden import DATA
+from .test_properties import stacks_of
 
 KEYWORDS = (
     Keyword("cu", "gpu"),
@@ -126,10 +127,7 @@ FRAMES = [
     "thread (0x1A): hex",
     "thread (9)",
 ]
-stacks = st.lists(
-    st.tuples(st.lists(st.sampled_from(FRAMES), min_size=1, max_size=8), st.integers(0, 50)),
-    max_size=12,
-)
+stacks = stacks_of(FRAMES)
 
 
 @settings(max_examples=300, deadline=None)
@@ -144,3 +142,17 @@ def test_combined_tables_equal_a_fresh_analysis_on_arbitrary_stacks(records, cho
     profile = parse_raw_lines(lines)
     tables = through_json(thread_tables(profile, KEYWORDS))
     assert combine_threads(tables, chosen) == expected(profile, chosen, KEYWORDS)
+
+
+def test_tables_stored_before_states_count_every_sample_as_unknown():
+    profile = read_profile(DATA / "threads.txt")
+    tables = through_json(thread_tables(profile))
+    for table in tables["threads"]:
+        for key in ("states", "state_callers", "keyword_user_callers", "category_user_callers"):
+            del table[key]
+    del tables["rounds"], tables["idle_included"]
+    stats = combine_threads(tables, [tables["threads"][0]["name"]])
+    unknown = next(s for s in stats["states"] if s["state"] == "unknown")
+    assert unknown["samples"] == stats["total_samples"] > 0
+    assert stats["rounds"] is None and stats["idle_included"] is None
+    assert all(k["user_callers"] == [] for k in stats["keywords"])

@@ -1,0 +1,292 @@
+"""The whole job: each rank's step threads, the straggler, classes of ranks, findings.
+
+Input is one capture's stats per rank, as `analyze` returns them and the dashboard
+stores them (`threads` with `states`, `thread_functions`, `idle_included`, `lag`), so
+the app runs this from stored stats without the raw samples.
+
+- Step threads per rank: findings.step_threads (named on the run, else the threads
+  that make collective calls, ...); a rank's `states` are theirs, added up.
+- The straggler (straggler.py) is the rank the others wait for: the rank with the
+  smallest collective share, named only when the others' pooled collective share is
+  past COLLECTIVE_WAIT and *every* other rank's collective share exceeds its share by
+  more than STRAGGLER_GAP points over the whole 95% (Newcombe) interval of the
+  difference. One peer that waits as little means there is none (null). Without idle
+  samples the rounds a step thread left no sample in (blocked) count as waiting too.
+- Its explanation lists what it does *more* than the others (never what it does
+  less): the user functions (thread_functions) and the (state, user call site)
+  pairs of its step threads whose share exceeds the others' pooled share over the
+  whole interval, by at least EXPLAIN_MIN points, largest first.
+- Classes: ranks alike in their step threads' states (no state's share differs
+  beyond noise by more than CLASS_GAP points from the class's first rank) form one
+  class, labelled by its main state and call site and by the user function that sets
+  it apart from the other ranks, if any: 64 ranks read as a few lines.
+- Findings: every rule of findings.py on the step threads of all ranks added up, and
+  on each rank alone (a rule that holds on some ranks only names them), plus the
+  `straggler` finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .compare import newcombe_interval
+from .findings import (
+    COLLECTIVE_WAIT,
+    Pooled,
+    call_site,
+    findings_for_threads,
+    percent_interval,
+    rank_findings,
+    top_frames,
+    with_busy_thread,
+)
+from .states import STATES
+from .straggler import (
+    RankView,
+    explain,
+    find_straggler,
+    pool_views,
+    rank_view,
+    state_counts,
+    waiting,
+)
+from .types import (
+    Explanation,
+    Finding,
+    FrameStat,
+    JobClass,
+    JobRank,
+    JobReport,
+    StateStat,
+    Straggler,
+)
+
+CLASS_GAP = 10.0
+"""Points beyond noise by which a state's share may differ inside one class."""
+SHOWN_RANGES = 6
+"""Runs of rank numbers a class label lists before it elides the middle ones."""
+DISTINCT_OTHERS = 5.0
+"""Percent: a class's distinctive function takes less than this on the other ranks."""
+_NUMBERED = re.compile(r"(.*?)(\d+)\Z")
+
+
+def analyze_job(
+    ranks: Sequence[tuple[str, Mapping[str, Any]]], step_names: Iterable[str] = ()
+) -> JobReport:
+    """The whole-job report from each rank's (name, stats) (see the module doc)."""
+    names = tuple(step_names)
+    views = sorted((rank_view(n, s, names) for n, s in ranks), key=lambda v: natural(v.name))
+    straggler = find_straggler(views)
+    return {
+        "ranks": [rank_row(v) for v in views],
+        "straggler": straggler,
+        "classes": rank_classes(views),
+        "findings": job_findings(views, straggler),
+    }
+
+
+def natural(name: str) -> tuple[str, int, str]:
+    """Sort key: `rank-2` before `rank-10`."""
+    match = _NUMBERED.match(name)
+    return (match.group(1), int(match.group(2)), name) if match else (name, -1, name)
+
+
+def rank_row(view: RankView) -> JobRank:
+    threads = [
+        {k: t.get(k) for k in ("name", "tid", "samples", "percent", "states", "active_percent")}
+        for t in view.stats.get("threads") or []
+    ]
+    return {
+        "name": view.name,
+        "step_threads": [t["name"] or str(t["tid"]) for t in view.threads],
+        "detected_by": view.detected_by,
+        "samples": view.pooled.samples,
+        "states": pooled_states(view.pooled),
+        "threads": threads,  # type: ignore[typeddict-item]
+    }
+
+
+def pooled_states(pooled: Pooled) -> list[StateStat]:
+    """Every state in STATES order, percent of the pooled samples, top 5 user callers."""
+    whole = pooled.samples
+    return [
+        {
+            "state": state,
+            "samples": pooled.states.get(state, 0),
+            "percent": round(100 * pooled.states.get(state, 0) / whole, 2) if whole else 0.0,
+            "user_callers": top_frames(pooled.callers.get(state, {}), whole) if whole else [],
+        }
+        for state in STATES
+    ]
+
+
+# --- the straggler ---
+
+
+# --- classes ---
+
+
+def rank_classes(views: Sequence[RankView]) -> list[JobClass]:
+    """Ranks grouped by alike step-thread states, biggest class first (module doc)."""
+    groups: list[list[RankView]] = []
+    for view in views:
+        home = next((g for g in groups if alike(g[0], view)), None)
+        if home is None:
+            groups.append([view])
+        else:
+            home.append(view)
+    classes = [describe_class(group, views) for group in groups]
+    classes.sort(key=lambda c: (-len(c["ranks"]), natural(c["ranks"][0])))
+    return classes
+
+
+def alike(first: RankView, view: RankView) -> bool:
+    """No state's share differs beyond noise by more than CLASS_GAP points."""
+    if not first.pooled.samples or not view.pooled.samples:
+        return first.pooled.samples == view.pooled.samples
+    for state in STATES:
+        low, high = newcombe_interval(state_counts(first, state), state_counts(view, state))
+        if 100 * low > CLASS_GAP or 100 * high < -CLASS_GAP:
+            return False
+    return True
+
+
+def describe_class(group: Sequence[RankView], views: Sequence[RankView]) -> JobClass:
+    pooled = pool_views(group)
+    states = [s for s in pooled_states(pooled) if s["samples"]]
+    main = max(states, key=lambda s: s["samples"], default=None)
+    rest = [v for v in views if v not in group]
+    distinct = _distinctive(group, rest) if rest else None
+    label = ranks_label([v.name for v in group]) + ": "
+    if main is not None:
+        site = call_site(main["user_callers"]) if main["user_callers"] else ""
+        label += f"{main['percent']:.0f}% {main['state']}" + (f" at {site}" if site else "")
+    if distinct is not None:
+        label += f"; {distinct['percent']:.0f}% in `{distinct['function']}`"
+    return {
+        "ranks": [v.name for v in group],
+        "label": label,
+        "states": [{"state": s["state"], "percent": s["percent"]} for s in states],
+        "distinctive": distinct,
+    }
+
+
+def _distinctive(group: Sequence[RankView], rest: Sequence[RankView]) -> Explanation | None:
+    """The class's user function that the other ranks hardly run (under DISTINCT_OTHERS
+    percent), with the largest share above theirs."""
+    merged = RankView("", {}, [], "", pool_views(group), _merged_functions(group), 0, 0, 0)
+    items = [
+        i
+        for i in explain(merged, rest)
+        if "function" in i and i["others_percent"] < DISTINCT_OTHERS
+    ]
+    return items[0] if items else None
+
+
+def _merged_functions(group: Sequence[RankView]) -> dict[str, tuple[int, str]]:
+    merged: dict[str, tuple[int, str]] = {}
+    for view in group:
+        for function, (samples, frame) in view.functions.items():
+            merged[function] = (merged.get(function, (0, frame))[0] + samples, frame)
+    return merged
+
+
+def ranks_label(names: Sequence[str]) -> str:
+    """`ranks 0-2, 5` for numbered names sharing a prefix (`21 ranks: 1, 4, 7, …, 61`
+    past SHOWN_RANGES runs); else the names (8 at most)."""
+    matches = [_NUMBERED.match(n) for n in names]
+    prefixes = {m.group(1) for m in matches if m}
+    if len(prefixes) == 1 and all(matches):
+        numbers = sorted(int(m.group(2)) for m in matches if m)
+        parts = _ranges(numbers)
+        if len(parts) > SHOWN_RANGES:
+            shown = ", ".join(parts[: SHOWN_RANGES - 1])
+            return f"{len(numbers)} ranks: {shown}, …, {parts[-1]}"
+        return f"{'ranks' if len(numbers) > 1 else 'rank'} {', '.join(parts)}"
+    shown = ", ".join(names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
+def _ranges(numbers: list[int]) -> list[str]:
+    parts, start = [], numbers[0]
+    for prev, cur in zip(numbers, [*numbers[1:], None], strict=True):
+        if cur != prev + 1:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = cur if cur is not None else start
+    return parts
+
+
+# --- findings ---
+
+
+def job_findings(views: Sequence[RankView], straggler: Straggler | None) -> list[Finding]:
+    """Rules on all ranks' step threads added up, and per rank (see the module doc)."""
+    if not views:
+        return []
+    per_rank = {v.name: findings_for_threads(v.stats, v.threads) for v in views}
+    everyone = {
+        "idle_included": all(v.stats.get("idle_included") is not False for v in views),
+        "threads": [t for v in views for t in v.threads],
+    }
+    pooled = {f["rule"]: f for f in findings_for_threads(everyone, everyone["threads"])}
+    found: list[Finding] = []
+    for rule in dict.fromkeys(
+        f["rule"] for fs in [*per_rank.values(), pooled.values()] for f in fs
+    ):
+        holders = [n for n, fs in per_rank.items() if any(f["rule"] == rule for f in fs)]
+        base = pooled.get(rule) or _strongest(rule, per_rank)
+        if rule in pooled:  # a busy thread beside the step is a rank's own: the first found
+            ordered = sorted(views, key=lambda v: v.name not in holders)
+            named = (with_busy_thread(base, v.stats, v.threads, v.name) for v in ordered)
+            base = next((f for f in named if f is not base), base)
+        found.append({**base, "ranks": holders or [v.name for v in views]})
+    if straggler is not None:
+        found.append(straggler_finding(views, straggler))
+    return rank_findings(found)
+
+
+def _strongest(rule: str, per_rank: Mapping[str, list[Finding]]) -> Finding:
+    mine = [f for fs in per_rank.values() for f in fs if f["rule"] == rule]
+    return max(mine, key=lambda f: f["interval"][0])
+
+
+def straggler_finding(views: Sequence[RankView], straggler: Straggler) -> Finding:
+    """The others' collective wait, caused by the straggler and explained by its excess."""
+    others = [v for v in views if v.name != straggler["name"] and v.pooled.samples]
+    waited = waiting(others)
+    low, high = percent_interval(*waited)
+    where = pool_views(others).callers.get("collective", {})
+    callers = top_frames(where, waited[1])
+    explanation = straggler["explanation"]
+    cause = f", which spends {_excess(explanation[0])}" if explanation else ""
+    value = round(100 * waited[0] / waited[1], 1)
+    return {
+        "rule": "straggler",
+        "severity": "high" if low >= 2 * COLLECTIVE_WAIT else "medium",
+        "title": f"The other ranks wait for {straggler['name']} in collectives",
+        "value": value,
+        "interval": [low, high],
+        "threshold": COLLECTIVE_WAIT,
+        "frames": list(
+            dict.fromkeys([i["frame"] for i in explanation] + [c["frame"] for c in callers[:2]])
+        ),
+        "user_callers": callers,
+        "advice": f"The other ranks wait {value:g}% of their step at {call_site(callers)} "
+        f"for {straggler['name']}{cause}: remove that excess from its step.",
+        "ranks": [straggler["name"]],
+    }
+
+
+def _excess(item: Explanation) -> str:
+    """`+39.9 pts more than them in `metric_per_sample (train.py)``, or `... in data_wait
+    at `train.py:151` (in `Job.train`)`` for a state at a call site."""
+    delta = f"{item['delta']:+.1f} pts more than them"
+    if "function" in item:
+        return f"{delta} in `{item['function']}`"
+    return f"{delta} in {item.get('state', '')} at {call_site([_as_frame(item)])}"
+
+
+def _as_frame(item: Explanation) -> FrameStat:
+    return {"frame": item["frame"], "samples": 0, "percent": item["percent"]}

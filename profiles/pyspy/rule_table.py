@@ -1,0 +1,229 @@
+"""The compiled thread-state rule table: matching frames to rules, loading user rules.
+
+Rules are records (state_rules.StateRule; the defaults and their fields are
+documented there and in docs/states.md). A frame's function name is matched whole:
+exact names through a dict, globs and `re:` patterns through one alternation that
+rules out most frames at once; native names lose their template arguments and
+parameter lists first (`normalise_native_name`), so no pattern matches inside them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from .errors import ProfileError
+from .frames import is_interpreter, is_python, split_location
+from .state_rules import DEFAULT_RULES, STATES, StateRule
+from .usercode import file_of
+
+TRANSPARENT = "transparent"
+LEVELS = {"fallback": 1, "primitive": 2, "decide": 3}
+
+
+class _Rule(NamedTuple):
+    code: int
+    """level * 16 + state index, or 0 for a transparent frame."""
+    name: re.Pattern[str] | None
+    """None for a plain name (looked up exactly, no pattern needed)."""
+    file: re.Pattern[str] | None
+    caller: re.Pattern[str] | str | None
+    caller_file: re.Pattern[str] | None
+    kind: str
+
+
+class StateRules:
+    """A compiled rule table: the user's rules first, then the defaults."""
+
+    def __init__(self, rules: Sequence[StateRule], source: str = "state rules") -> None:
+        self.rules = tuple(rules)
+        self._compiled = [_compile_rule(rule, source) for rule in self.rules]
+        self._exact: dict[str, list[int]] = {}
+        self._any_name: list[int] = []
+        wild: list[int] = []
+        for index, rule in enumerate(self.rules):
+            if rule.name == "*":
+                self._any_name.append(index)
+            elif _is_plain(rule.name):
+                self._exact.setdefault(rule.name, []).append(index)
+            else:
+                wild.append(index)
+        self._wild = wild
+        names = "|".join(f"(?:{self._compiled[i].name.pattern})" for i in wild)  # type: ignore[union-attr]
+        self._any_wild = re.compile(names).fullmatch if wild else None
+
+    def __repr__(self) -> str:
+        return f"StateRules({len(self.rules)} rules)"
+
+    def candidates(self, frame: str, native: bool) -> list[int]:
+        """Indexes of the rules whose name, file and kind match `frame`, in order."""
+        name, _ = split_location(frame)
+        if native:
+            name = normalise_native_name(name)
+        found = [*self._exact.get(name, ()), *self._any_name]
+        if self._any_wild is not None and self._any_wild(name):
+            found += [i for i in self._wild if self._compiled[i].name.fullmatch(name)]  # type: ignore[union-attr]
+        kind = "native" if native else "python"
+        file = file_of(frame)
+        return sorted(
+            i
+            for i in found
+            if self._compiled[i].kind in ("", kind) and _file_matches(self._compiled[i].file, file)
+        )
+
+    def needs_caller(self, index: int) -> bool:
+        rule = self._compiled[index]
+        return rule.caller is not None or rule.caller_file is not None
+
+    def code(self, index: int) -> int:
+        return self._compiled[index].code
+
+    def caller_matches(self, index: int, caller: str | None) -> bool:
+        """Whether the frame above (None at the root or a synthetic frame) fits rule `index`."""
+        rule = self._compiled[index]
+        if caller is None:
+            return False
+        if rule.caller == "python":
+            if not (is_python(caller) or is_interpreter(caller)):
+                return False
+        elif isinstance(rule.caller, re.Pattern):
+            if not rule.caller.fullmatch(normalise_native_name(split_location(caller)[0])):
+                return False
+        return _file_matches(rule.caller_file, file_of(caller))
+
+
+def default_state_rules() -> StateRules:
+    """The built-in table (state_rules.DEFAULT_RULES), compiled once."""
+    global _DEFAULT_RULES
+    if _DEFAULT_RULES is None:
+        _DEFAULT_RULES = StateRules(DEFAULT_RULES, "default state rules")
+    return _DEFAULT_RULES
+
+
+_DEFAULT_RULES: StateRules | None = None
+
+
+def load_state_rules(path: str | Path) -> StateRules:
+    """The user's rules from `path`, ahead of the defaults; ProfileError when invalid.
+
+    JSON: `[{"state": "data_wait", "name": "Prefetcher.next", "file": "loader.py"}, ...]`
+    with the fields of state_rules.StateRule; or text, one `STATE: NAME` per line
+    (`#` comments), optionally followed by ` in FILE`, ` under CALLER` and
+    ` [LEVEL]` in that order.
+    """
+    name = Path(path).name
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"state rules {name}: cannot read it ({exc})") from None
+    is_json = text.lstrip().startswith("[")
+    rules = _rules_from_json(name, text) if is_json else _rules_from_text(name, text)
+    return StateRules((*rules, *DEFAULT_RULES), f"state rules {name}")
+
+
+def _rules_from_json(name: str, text: str) -> list[StateRule]:
+    try:
+        items = json.loads(text)
+        if not isinstance(items, list):
+            raise TypeError("not a list")
+        return [StateRule(**{k: str(v) for k, v in item.items()}) for item in items]
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ProfileError(
+            f'state rules {name}: expected [{{"state": ..., "name": ...}}, ...] ({exc})'
+        ) from None
+
+
+_TEXT_RULE = re.compile(
+    r"(?P<state>\w+)\s*:\s*(?P<name>.+?)(?: in (?P<file>\S+))?(?: under (?P<caller>\S+))?"
+    r"(?: \[(?P<level>\w+)\])?\Z"
+)
+
+
+def _rules_from_text(name: str, text: str) -> list[StateRule]:
+    rules = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _TEXT_RULE.match(line)
+        if match is None:
+            raise ProfileError(f"state rules {name}: line {number} is not `STATE: NAME`")
+        fields = {k: v for k, v in match.groupdict().items() if v}
+        rules.append(StateRule(**fields))
+    return rules
+
+
+def _compile_rule(rule: StateRule, source: str) -> _Rule:
+    if rule.state != TRANSPARENT and rule.state not in STATES:
+        raise ProfileError(
+            f"{source}: unknown state {rule.state!r} (one of {', '.join(STATES)} or transparent)"
+        )
+    if rule.level not in LEVELS:
+        raise ProfileError(f"{source}: unknown level {rule.level!r} (decide, primitive, fallback)")
+    if rule.kind not in ("", "native", "python"):
+        raise ProfileError(f"{source}: unknown kind {rule.kind!r} (native, python or empty)")
+    code = 0 if rule.state == TRANSPARENT else LEVELS[rule.level] * 16 + STATES.index(rule.state)
+    caller = rule.caller or None
+    if caller is not None and caller != "python":
+        caller = _pattern(caller, source)
+    file = _pattern(rule.file, source, path=True) if rule.file else None
+    caller_file = _pattern(rule.caller_file, source, path=True) if rule.caller_file else None
+    if not rule.name.strip():
+        raise ProfileError(f"{source}: a rule needs a name")
+    name = None if _is_plain(rule.name) else _pattern(rule.name, source)
+    if name is not None and name.fullmatch("") and not (file or caller or caller_file):
+        raise ProfileError(f"{source}: {rule.name!r} would match every frame: add a file")
+    return _Rule(code, name, file, caller, caller_file, rule.kind)
+
+
+def _is_plain(text: str) -> bool:
+    return "*" not in text and not text.startswith("re:")
+
+
+def _pattern(text: str, source: str, path: bool = False) -> re.Pattern[str]:
+    """A `*` glob or `re:REGEX`, compiled for a whole-name match (after any `/` for paths)."""
+    if not text.strip():
+        raise ProfileError(f"{source}: a rule needs a name")
+    if text.startswith("re:"):
+        body = text[3:]
+    else:
+        body = ".*".join(re.escape(part) for part in text.split("*"))
+    try:
+        compiled = re.compile(f"(?:.*/)?(?:{body})" if path else f"(?:{body})")
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ProfileError(f"{source}: bad pattern {text!r} ({exc})") from None
+    return compiled
+
+
+def _file_matches(pattern: re.Pattern[str] | None, file: str) -> bool:
+    return pattern is None or pattern.fullmatch(file) is not None
+
+
+# Tokens whose brackets are no template or parameter list: kept as they are.
+_OPERATORS = "<<= >>= <=> << >> <= >= ->* -> < > () []".split()
+_KEEP = ("(anonymous namespace)", *(f"operator{op}" for op in _OPERATORS))
+_KEPT = re.compile("|".join(re.escape(token) for token in _KEEP))
+_CLONE = re.compile(r" \[clone [^\]]*\]")
+_INNERMOST = re.compile(r"<[^<>()]*>|\([^<>()]*\)")
+
+
+def normalise_native_name(name: str) -> str:
+    """`a::b<T, c<int>>::f(int) [clone .cold]` -> `a::b<>::f()`: template arguments,
+    parameter lists and clone suffixes removed, so a pattern never matches inside them."""
+    if "<" not in name and "(" not in name and "[" not in name:
+        return name
+    name = _KEPT.sub(lambda m: chr(0xE000 + _KEEP.index(m.group())), _CLONE.sub("", name))
+    while True:  # innermost groups first; each pass removes one level of nesting
+        shorter = _INNERMOST.sub(_placeholder, name)
+        if shorter == name:
+            break
+        name = shorter
+    name = name.replace("\x01", "<>").replace("\x02", "()")
+    return re.sub("[\ue000-\ue0ff]", lambda m: _KEEP[ord(m.group()) - 0xE000], name)
+
+
+def _placeholder(match: re.Match[str]) -> str:
+    return "\x01" if match.group().startswith("<") else "\x02"
