@@ -124,6 +124,6 @@ def test_comments_are_in_the_admin(client, capture, teammate, django_user_model)
 def test_the_data_migration_renders_existing_comments(capture, teammate):
     comment = services.comment_create(capture=capture, author=teammate, body="*old*")
     Comment.objects.filter(pk=comment.pk).update(body_html="")
-    migration = importlib.import_module("profiles.migrations.0013_render_comment_html")
+    migration = importlib.import_module("profiles.migrations.0015_render_comment_html")
     migration.render_existing(apps, None)
     assert Comment.objects.get(pk=comment.pk).body_html == "<p><em>old</em></p>\n"

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('profiles', '0011_regression_watches'),
+        ('profiles', '0013_capturegroup_job_report'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('profiles', '0013_render_comment_html'),
+        ('profiles', '0015_render_comment_html'),
     ]
 
     operations = [

@@ -20,6 +20,6 @@ def render_existing(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("profiles", "0012_comment_body_html")]
+    dependencies = [("profiles", "0014_comment_body_html")]
 
     operations = [migrations.RunPython(render_existing, migrations.RunPython.noop)]
