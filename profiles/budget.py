@@ -16,6 +16,7 @@ and leaves with os._exit, so nothing the parent holds is closed or flushed twice
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import pickle
 import resource
@@ -67,9 +68,16 @@ def run_bounded(
     """
     fd, path = tempfile.mkstemp(prefix="flamedeck-analysis-")
     os.close(fd)
-    started = time.monotonic()
+    started, parent = time.monotonic(), os.getpid()
     try:
-        pid = os.fork()
+        # The worker's objects in the permanent generation: the child's collections skip
+        # them instead of touching (and so copying) every page of the worker's heap.
+        gc.freeze()
+        try:
+            pid = os.fork()
+        finally:
+            if os.getpid() == parent:
+                gc.unfreeze()
         if pid == 0:  # pragma: no cover — the child; coverage cannot follow it
             _child(func, args, path, memory_mb)
         status, rusage = _wait(pid, started + time_limit_s, on_tick, tick_s, time_limit_s)
@@ -130,13 +138,13 @@ def _wait(
         pidfd = None
     try:
         while True:
-            done = os.wait4(pid, os.WNOHANG)
-            if done[0] == pid:
-                return done[1], done[2]
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BudgetExceeded("analysis_time_limit", _time_message(limit_s))
             _sleep(pidfd, min(tick_s, remaining))
+            done = os.wait4(pid, os.WNOHANG)
+            if done[0] == pid:
+                return done[1], done[2]
             on_tick()
     except BaseException:
         _kill(pid)
