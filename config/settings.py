@@ -326,7 +326,7 @@ MEDIA_URL = "media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # Larger uploads stream to a temporary file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
-# Bodies over this are refused with 413 before they are read (profiles.middleware).
+# Bodies over this are refused with 413 before they are read (config.middleware).
 FLAMEDECK_MAX_UPLOAD_MB = env_int("FLAMEDECK_MAX_UPLOAD_MB", 512, minimum=1)
 # Where capture artifacts (raw samples, logs, flamegraph trees, exports) live:
 # filesystem (one machine), database, or s3://bucket/prefix (every machine reads them).

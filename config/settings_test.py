@@ -1,15 +1,24 @@
 """Test settings: real PostgreSQL and Redis when they answer on their standard local
-ports (as on CI), otherwise the embedded default."""
+ports, otherwise the embedded default; under CI (`CI` set) they must answer."""
 
 import os
 import tempfile
 
+from django.core.exceptions import ImproperlyConfigured
+
 from config.env import local_port_answers
 
-if "DATABASE_URL" not in os.environ and local_port_answers(5432):
-    os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/flamedeck"
-if "REDIS_URL" not in os.environ and local_port_answers(6379):
-    os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/15"
+for variable, port, url in (
+    ("DATABASE_URL", 5432, "postgres://postgres@127.0.0.1:5432/flamedeck"),
+    ("REDIS_URL", 6379, "redis://127.0.0.1:6379/15"),
+):
+    if variable in os.environ:
+        continue
+    if local_port_answers(port):
+        os.environ[variable] = url
+    elif os.environ.get("CI"):
+        # CI must test on the real services, never pass on the embedded fallbacks.
+        raise ImproperlyConfigured(f"CI: nothing answers on 127.0.0.1:{port} for {variable}")
 # A queue of its own, so no message from an earlier run reaches this run's workers.
 os.environ.setdefault("CELERY_QUEUE", f"flamedeck-test-{os.getpid()}")
 os.environ.setdefault("FLAMEDECK_VAR_DIR", tempfile.mkdtemp(prefix="flamedeck-test-"))

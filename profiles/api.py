@@ -125,9 +125,8 @@ def _threads_param(request) -> list[str] | None:
 def capture_list(request):
     if request.method == "GET":
         captures = Capture.objects.select_related("host")[:100]
-        return Response(
-            [{k: v for k, v in capture_json(c).items() if k != "stats"} for c in captures]
-        )
+        rows = [{k: v for k, v in capture_json(c).items() if k != "stats"} for c in captures]
+        return Response(redact.for_viewer(rows, user=request.user, captures=captures))
     serializer = CaptureRequestSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     data = dict(serializer.validated_data)
@@ -168,9 +167,7 @@ def _conflict(exc: "services.CaptureConflict") -> Response:
 def capture_detail(request, pk: int):
     capture = get_object_or_404(Capture.objects.select_related("host"), pk=pk)
     data = capture_json(capture, threads=_threads_param(request))
-    if redact.hides_server_details(capture, request.user):
-        data["stats"] = redact.stats(data["stats"])
-    return Response(data)
+    return Response(redact.for_viewer(data, user=request.user, captures=[capture]))
 
 
 @schema.capture_flamegraph
@@ -184,9 +181,7 @@ def capture_flamegraph(request, pk: int):
     )
     if tree is None:
         return Response({"detail": "This capture has no flamegraph."}, status=404)
-    if redact.hides_server_details(capture, request.user):
-        tree = redact.tree(tree)
-    return Response(tree)
+    return Response(redact.for_viewer(tree, user=request.user, captures=[capture]))
 
 
 @schema.capture_cancel
@@ -243,6 +238,11 @@ def group_json(group: CaptureGroup) -> dict:
     }
 
 
+def _group_for_viewer(group: CaptureGroup, user) -> dict:
+    captures = group.captures.select_related("host")
+    return redact.for_viewer(group_json(group), user=user, captures=captures)
+
+
 @schema.run_capture_all(PySpySettingsSerializer)
 @api(["POST"])
 def run_capture_all(request, pk: int):
@@ -258,14 +258,15 @@ def run_capture_all(request, pk: int):
         raise ValidationError({"run": exc.messages}) from None
     unsent = group.captures.filter(error_cause=QUEUE_UNAVAILABLE).first()
     if unsent is not None:
-        return Response({"detail": unsent.error, **group_json(group)}, status=503)
-    return Response(group_json(group), status=status.HTTP_201_CREATED)
+        body = {"detail": unsent.error, **_group_for_viewer(group, request.user)}
+        return Response(body, status=503)
+    return Response(_group_for_viewer(group, request.user), status=status.HTTP_201_CREATED)
 
 
 @schema.group_detail
 @api(["GET"])
 def group_detail(request, pk: int):
-    return Response(group_json(get_object_or_404(CaptureGroup, pk=pk)))
+    return Response(_group_for_viewer(get_object_or_404(CaptureGroup, pk=pk), request.user))
 
 
 @schema.group_flamegraph
@@ -275,9 +276,7 @@ def group_flamegraph(request, pk: int):
     only = query_ids(request.query_params, "capture") or None
     captures = selectors.group_captures(group=group)
     tree = selectors.group_flamegraph(captures=captures, only=only)
-    if any(redact.hides_server_details(c, request.user) for c in captures):
-        tree = redact.tree(tree)
-    return Response(tree)
+    return Response(redact.for_viewer(tree, user=request.user, captures=captures))
 
 
 @schema.capture_sandwich
@@ -306,4 +305,4 @@ def capture_sandwich(request, pk: int):
     )
     if result is None:
         return Response({"detail": "This capture has no flamegraph."}, status=404)
-    return Response(result)
+    return Response(redact.for_viewer(result, user=request.user, captures=[capture]))

@@ -257,6 +257,17 @@ class ProgressSerializer(s.Serializer):
     expected_samples = s.IntegerField(required=False, help_text="Rounds so far, estimated.")
     sampled_s = s.FloatField(required=False, help_text="Once recorded: the span sampled.")
     covered_s = s.FloatField(required=False, help_text="Of the asked duration, when it exited.")
+    pyspy = s.DictField(
+        required=False, help_text="py-spy's version, the target's Python, native_built."
+    )
+    python_only = s.DictField(
+        required=False,
+        help_text="--native was dropped (reason native_unavailable, why) or failed "
+        "(native_failed: errors, samples, rounds): these are Python-only stacks.",
+    )
+    target_continued = s.BooleanField(
+        required=False, help_text="py-spy left the process stopped; it was sent SIGCONT."
+    )
     retry = RetrySerializer(required=False, help_text="While a retry waits.")
     analysis = AnalysisUsageSerializer(required=False, help_text="The last analysis's budget.")
 
@@ -335,7 +346,11 @@ class GroupSerializer(s.Serializer):
     run = s.IntegerField(help_text="The run's id.")
     scheduled = s.BooleanField(help_text="Started by the run's schedule.")
     status = s.ChoiceField(GROUP_STATUSES, help_text="Across its processes.")
-    start_skew_s = s.FloatField(help_text="Spread of the moments each py-spy began sampling.")
+    start_skew_s = s.FloatField(
+        allow_null=True,
+        help_text="Spread of the moments each py-spy began sampling, by each host's clock; "
+        "null until every process has started.",
+    )
     captures = s.IntegerField(help_text="How many processes.")
     processes = GroupProcessSerializer(many=True, help_text="One capture per process.")
     straggler = StragglerSerializer(
@@ -356,7 +371,9 @@ class LiveSerializer(s.Serializer):
     group = s.IntegerField(help_text="The whole-job capture's id.")
     run = s.IntegerField(help_text="The run's id.")
     status = s.CharField(help_text="running, done, partial or failed.")
-    start_skew_s = s.FloatField(help_text="Spread of the sampling starts.")
+    start_skew_s = s.FloatField(
+        allow_null=True, help_text="Spread of the sampling starts; null until all started."
+    )
     final = s.BooleanField(help_text="Every process has ended: stop polling.")
     categories = s.ListField(child=s.CharField(), help_text="Category columns shown.")
     rows = s.ListField(
@@ -381,7 +398,12 @@ class SandwichSerializer(s.Serializer):
     callers = FlameNodeField(help_text="Who calls it, inverted and merged.")
     callees = FlameNodeField(help_text="What it calls, merged.")
     approximate = s.BooleanField(help_text="The stored tree was pruned: a bound.")
-    hidden_samples = s.IntegerField(help_text="Samples under pruned nodes.")
+    hidden_samples = s.IntegerField(
+        help_text="Samples under pruned nodes outside its occurrences (bounds missed samples)."
+    )
+    hidden_self_samples = s.IntegerField(
+        help_text="All samples under pruned nodes (bounds missed self samples)."
+    )
     suggestions = s.ListField(
         child=s.CharField(), required=False, help_text="Near names when none matches exactly."
     )

@@ -23,7 +23,7 @@ from profiles.pyspy import compare as engine
 from profiles.pyspy import select_threads
 from runs.api import api
 
-from . import api_schema, pipeline, selectors
+from . import api_schema, pipeline, redact, selectors
 from .models import Capture
 
 DIFF_MAX_NODES = 3000
@@ -131,7 +131,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         try:
             before, after = _pair(*_pair_ids(request.GET))
             threads = _threads(request.GET)
-            context.update(_compare_context(before, after, threads))
+            context.update(_compare_context(before, after, threads, request.user))
         except Http404 as exc:
             # A full page with the navigation and the form, not the bare 404.
             context["problem"], status = f"{exc} Pick two captures below.", 404
@@ -150,8 +150,9 @@ def _recent_done() -> QuerySet[Capture]:
     )
 
 
-def _compare_context(before: Capture, after: Capture, threads: list[str]) -> dict[str, Any]:
+def _compare_context(before: Capture, after: Capture, threads: list[str], user) -> dict[str, Any]:
     result = comparison_for(before, after, threads)
+    result = redact.for_viewer(result, user=user, captures=(before, after))
     page = {
         "a": before.pk,
         "b": after.pk,
@@ -209,7 +210,8 @@ def compare_api(request) -> Response:
     """`GET /api/compare/?a=&b=[&thread=]`: the numbers the compare page shows."""
     try:
         before, after = _pair(*_pair_ids(request.query_params))
-        return Response(comparison_for(before, after, _threads(request.query_params)))
+        result = comparison_for(before, after, _threads(request.query_params))
+        return Response(redact.for_viewer(result, user=request.user, captures=(before, after)))
     except Http404 as exc:
         raise NotFound("No such capture.") from exc
     except (ValueError, Incomparable) as exc:
@@ -239,7 +241,8 @@ def diff_flamegraph(request: HttpRequest) -> JsonResponse:
     if shown_tree is None or other_tree is None:
         return JsonResponse({"detail": "A capture has no stored flamegraph."}, status=404)
     tree = engine.diff_flamegraph(shown_tree, other_tree, shown_is_after=view == "after")
-    return JsonResponse({"view": view, "shown": shown.pk, "other": other.pk, "tree": tree})
+    body = {"view": view, "shown": shown.pk, "other": other.pk, "tree": tree}
+    return JsonResponse(redact.for_viewer(body, user=request.user, captures=(before, after)))
 
 
 def _full_tree(capture: Capture, threads: list[str] | None) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ at `start_by` at the latest. Each capture records when its py-spy announced samp
 import logging
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +31,7 @@ from .pipeline import (
     capture_refusal,
     capture_store_outputs,
     live_progress,
+    native_failure,
     worker_name,
 )
 from .states import Status, capture_claim, capture_mark_failed
@@ -176,17 +178,74 @@ def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
         return _fail_all(captures, session, "host", f"The host's settings are unusable: {exc}")
     log.info("group %s: recorded after %.2f s", session.group_id, time.monotonic() - session.t0)
     gpu_samples = gpu.parse_nvidia_smi(outcome.gpu_csv) if outcome.gpu_csv else None
+    failed = _native_failures(captures, outcome)
+    if failed:
+        _python_only_again(host, [c for c in captures if c.pid in failed], outcome, failed)
+    _sampling_starts_from_the_host(captures, outcome)
     parsing = []
     for capture in captures:
         result, said = outcome.results[capture.pid], outcome.logs.get(capture.pid, "")
         span = outcome.spans.get(capture.pid) or {}
-        if _finish(capture, result, said, gpu_samples, span) == Status.PARSING:
+        native = failed.get(capture.pid)
+        if _finish(capture, result, said, gpu_samples, span, native) == Status.PARSING:
             parsing.append(capture.pk)
     return parsing
 
 
+def _sampling_starts_from_the_host(captures: list[Capture], outcome: Any) -> None:
+    """Each rank's `sampling_started_at` as the host's clock saw py-spy's line (the
+    worker's reading, set live, also holds ssh's delay and the worker's scheduling);
+    across hosts this trusts their clocks to agree, as NTP keeps them."""
+    for capture in captures:
+        result = outcome.results[capture.pid]
+        facts = result.facts if isinstance(result, remote.RecordResult) else {}
+        if (at := remote.guard.sampling_at(facts)) is not None:
+            started = datetime.fromtimestamp(at, tz=UTC)
+            Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
+
+
+def _native_failures(captures: list[Capture], outcome: Any) -> dict[int, dict[str, Any]]:
+    found = {}
+    for capture in captures:
+        result = outcome.results[capture.pid]
+        span = outcome.spans.get(capture.pid) or {}
+        if isinstance(result, remote.RecordResult):
+            if (failed := native_failure(capture, result, span)) is not None:
+                found[capture.pid] = failed
+    return found
+
+
+def _python_only_again(
+    host: Any, captures: list[Capture], outcome: Any, failed: dict[int, dict[str, Any]]
+) -> None:
+    """Record the ranks whose native unwinding failed again, Python-only, in one more
+    session right after the job's window; their results replace the failed ones."""
+    session = _HostSession(captures[0].group_id, captures)  # the barrier is passed
+    try:
+        again = remote.record_many(
+            host_target(host),
+            [c.pid for c in captures],
+            _record_settings(captures[0], native=False),
+            session,
+            margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
+            start_within_s=0.0,
+        )
+    except remote.RemoteError as exc:
+        for info in failed.values():
+            info["retry_error"] = exc.message
+        return
+    outcome.results.update(again.results)
+    outcome.logs.update(again.logs)
+    outcome.spans.update(again.spans)
+
+
 def _finish(
-    capture: Capture, result: Any, said: str, gpu_samples: Any, span: dict[str, float]
+    capture: Capture,
+    result: Any,
+    said: str,
+    gpu_samples: Any,
+    span: dict[str, float],
+    native_failed: dict[str, Any] | None = None,
 ) -> str:
     if isinstance(result, remote.RemoteError):
         text = "\n".join(part for part in (said, result.detail) if part)
@@ -202,7 +261,9 @@ def _finish(
         Capture.objects.filter(pk=capture.pk).update(gpu_samples=gpu_samples)
     # This rank's own sampling span: the session's time would say a rank whose
     # process exited early covered (nearly) the whole window.
-    return capture_record_finish(capture=capture, result=result, span=span)
+    return capture_record_finish(
+        capture=capture, result=result, span=span, native_failed=native_failed
+    )
 
 
 def _fail_all(

@@ -27,8 +27,10 @@ def group_page(group: CaptureGroup) -> dict[str, Any]:
     rows = [process_row(c) for c in captures]
     # Categories no process has samples in would be columns of zeros.
     categories = sorted({name for row in rows for name, share in row["shares"].items() if share})
-    differs = differs_most(captures, rows)
     final = all(row["final"] for row in rows)
+    # No verdict on a job still running: a rank that ended early would be judged
+    # against ranks whose numbers are not in yet.
+    differs = differs_most(captures, rows) if final else {"id": None, "state": "pending"}
     return {
         "group": group.pk,
         "run": group.run_id,
@@ -58,6 +60,9 @@ def process_row(capture: Capture) -> dict[str, Any]:
     running = capture.status == Capture.Status.RUNNING
     failed = capture.status == Capture.Status.FAILED
     samples = _samples(capture) if capture.stats else None
+    # Claimed, but py-spy has not said it samples yet (ssh, py-spy's attach): no
+    # elapsed, lag or rounds to show, only that it is attaching.
+    attaching = running and capture.sampling_started_at is None
     return {
         "id": capture.pk,
         "url": capture.get_absolute_url(),
@@ -73,12 +78,17 @@ def process_row(capture: Capture) -> dict[str, Any]:
         else (progress.get("behind_s") if running else lag.get("max_behind_s")),
         "samples": None if failed else samples,
         "samples_estimated": progress.get("expected_samples") if running else None,
+        "attaching": attaching,
+        # The live count was py-spy's rounds; the result counts samples (one per thread
+        # per round, idle threads left out without --idle): the page explains a gap.
+        "rounds_estimated": None if running or failed else progress.get("expected_samples"),
         "verdict": lag.get("verdict"),
         "shares": {} if failed else _shares(capture),
         "has_samples": not failed and bool(samples),
         "error": capture.error if failed else "",
         "error_cause": capture.error_cause if failed else "",
         "note": capture.note,
+        "python_only": bool(progress.get("python_only")),
     }
 
 
@@ -137,9 +147,9 @@ def _beyond_noise(best: int, data: list, name: str) -> dict[str, Any] | None:
 
 
 def same_window(skew_s: float) -> bool:
-    """Whether the ranks sampled the same moments: every py-spy started sampling
-    within SAME_WINDOW_S of the others, whatever the duration (a longer capture does
-    not make a late start the same window)."""
+    """Whether the ranks sampled the same moments: every py-spy said it samples within
+    SAME_WINDOW_S of the others, by its host's clock (group_pipeline), whatever the
+    duration (a longer capture does not make a late start the same window)."""
     return skew_s <= SAME_WINDOW_S
 
 

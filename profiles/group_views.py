@@ -12,7 +12,7 @@ from profiles import pyspy
 from runs.api import api
 from runs.permissions import can_launch
 
-from . import api_schema, downloads, group_selectors, selectors
+from . import api_schema, downloads, group_selectors, redact, selectors
 from .models import CaptureGroup
 
 EXPORTS = {
@@ -29,7 +29,7 @@ def _get_group_for_user(user, pk: int) -> CaptureGroup:
 @require_GET
 def group_detail(request, pk: int):
     group = _get_group_for_user(request.user, pk)
-    page = group_selectors.group_page(group)
+    page = _page_for_viewer(group, request.user)
     context = {
         "group": group,
         "page": page,
@@ -43,7 +43,12 @@ def group_detail(request, pk: int):
 @api(["GET"])
 def group_live(request, pk: int):
     """The group page's numbers; the page polls it until every process has ended."""
-    return Response(group_selectors.group_page(_get_group_for_user(request.user, pk)))
+    return Response(_page_for_viewer(_get_group_for_user(request.user, pk), request.user))
+
+
+def _page_for_viewer(group: CaptureGroup, user) -> dict:
+    captures = group.captures.select_related("host")
+    return redact.for_viewer(group_selectors.group_page(group), user=user, captures=captures)
 
 
 @require_GET

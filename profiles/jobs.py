@@ -77,7 +77,8 @@ def _refuse_beyond_capture_threads(hosts: int) -> None:
 
 def group_summary(group: CaptureGroup) -> dict[str, Any]:
     """Status across the group (done, partial, failed, running) and the start skew:
-    the spread of the moments each py-spy announced it was sampling."""
+    the spread of the moments each py-spy announced it was sampling, None until every
+    capture has either announced it or ended (a rank still attaching may start late)."""
     captures = list(group.captures.all())
     statuses = {c.status for c in captures}
     if statuses & {Capture.Status.QUEUED, Capture.Status.RUNNING, Capture.Status.PARSING}:
@@ -89,8 +90,13 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
     else:
         status = "failed"
     starts = [c.sampling_started_at for c in captures if c.sampling_started_at]
+    waiting = any(not c.sampling_started_at and not c.is_final for c in captures)
     skew = (max(starts) - min(starts)).total_seconds() if len(starts) > 1 else 0.0
-    return {"status": status, "start_skew_s": round(skew, 3), "captures": len(captures)}
+    return {
+        "status": status,
+        "start_skew_s": None if waiting else round(skew, 3),
+        "captures": len(captures),
+    }
 
 
 def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:

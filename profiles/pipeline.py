@@ -29,6 +29,7 @@ from .capture_files import read_flamegraph as read_flamegraph
 from .capture_files import read_log as read_log
 from .capture_files import read_thread_tables as read_thread_tables
 from .models import Capture
+from .record_notes import native_failure, record_note
 from .states import (
     Status,
     capture_claim,
@@ -159,11 +160,11 @@ def capture_refusal(capture: Capture) -> tuple[str, str] | None:
     return None
 
 
-def _record_settings(capture: Capture) -> "remote.RecordSettings":
+def _record_settings(capture: Capture, native: bool | None = None) -> "remote.RecordSettings":
     return remote.RecordSettings(
         duration_s=capture.duration,
         rate=capture.rate,
-        native=capture.native,
+        native=capture.native if native is None else native,
         threads=capture.threads,
         idle=capture.idle,
         gil=capture.gil,
@@ -173,12 +174,33 @@ def _record_settings(capture: Capture) -> "remote.RecordSettings":
 
 
 def _execute_record(capture: Capture) -> str:
+    result, progress = _record_once(capture, _record_settings(capture))
+    failed = native_failure(capture, result, progress.span)
+    if failed is not None:
+        # Native unwinding failed on most rounds: record the same span again,
+        # Python-only, rather than keep an empty or gutted capture.
+        try:
+            result, progress = _record_once(capture, _record_settings(capture, native=False))
+        except remote.RemoteError as exc:
+            failed["retry_error"] = exc.message
+    if progress.sampling_started_at is not None:
+        Capture.objects.filter(pk=capture.pk).update(
+            sampling_started_at=progress.sampling_started_at
+        )
+    return capture_record_finish(
+        capture=capture, result=result, span=progress.span, native_failed=failed
+    )
+
+
+def _record_once(
+    capture: Capture, record_settings: "remote.RecordSettings"
+) -> tuple["remote.RecordResult", "_Progress"]:
     progress = _Progress(capture)
     try:
         result = remote.record(
             host_target(capture.host),
             capture.pid,
-            _record_settings(capture),
+            record_settings,
             margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
             on_progress=progress.on_line,
             should_cancel=progress.should_cancel,
@@ -188,18 +210,19 @@ def _execute_record(capture: Capture) -> str:
         if progress.lines:
             capture_store_outputs(capture=capture, raw=None, log="\n".join(progress.lines))
         raise
-    if progress.sampling_started_at is not None:
-        Capture.objects.filter(pk=capture.pk).update(
-            sampling_started_at=progress.sampling_started_at
-        )
-    return capture_record_finish(capture=capture, result=result, span=progress.span)
+    return result, progress
 
 
 def capture_record_finish(
-    *, capture: Capture, result: "remote.RecordResult", span: dict[str, float] | None = None
+    *,
+    capture: Capture,
+    result: "remote.RecordResult",
+    span: dict[str, float] | None = None,
+    native_failed: dict[str, Any] | None = None,
 ) -> str:
     """Store a finished record's samples, log and GPU series, then move it to parsing
-    (or failed with the cause when py-spy wrote nothing). Returns the new status."""
+    (or failed with the cause when py-spy wrote nothing). Returns the new status.
+    `native_failed`: the record is the Python-only one taken after `--native` failed."""
     capture_store_outputs(capture=capture, raw=result.raw, log=result.log)
     if result.gpu_csv:
         capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)
@@ -225,32 +248,12 @@ def capture_record_finish(
     moved = capture_transition(
         capture_id=capture.pk,
         to=Status.PARSING,
-        note=_record_note(result, capture, span or {}),
+        note=record_note(result, capture, span or {}, native_failed),
         **cancelled,
     )
     if not moved:
         return Capture.objects.get(pk=capture.pk).status
     return Status.PARSING
-
-
-def _record_note(result: Any, capture: Capture, span: dict[str, float]) -> str:
-    """The record's note; also keeps in `progress` the seconds py-spy sampled
-    (`sampled_s`: a whole-job rank's own span, not its host session's time) and, for
-    a process that exited mid-capture, how much of the asked duration that covers."""
-    notes, spans = [], {}
-    if "start" in span:
-        stop = span.get("stop", result.elapsed_s)  # its own notice, or its command's end
-        spans["sampled_s"] = round(max(0.0, stop - span["start"]), 1)
-    if getattr(result, "process_exited", False):
-        covered = spans.get("sampled_s", result.elapsed_s)
-        spans["covered_s"] = round(min(covered, capture.duration), 1)
-        notes.append("The process exited during the capture; the samples taken before are kept.")
-    if spans:
-        current = Capture.objects.values_list("progress", flat=True).get(pk=capture.pk)
-        Capture.objects.filter(pk=capture.pk).update(progress={**(current or {}), **spans})
-    if result.stopped_by == "cancel":
-        notes.append("Cancelled by a user; the samples taken until then are kept.")
-    return " ".join(notes)
 
 
 def _no_output_message(result: Any) -> str:

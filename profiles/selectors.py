@@ -107,40 +107,6 @@ def group_captures(*, group: CaptureGroup) -> list[Capture]:
     return list(captures.prefetch_related("keyword_set__keywords").order_by("process__role", "pk"))
 
 
-def group_rows(*, captures: list[Capture]) -> list[dict[str, Any]]:
-    """One row per process: category shares, lag verdict, samples, and how far its
-    category mix sits from the others' mean (the straggler stands out)."""
-    shares = [_category_shares(c) for c in captures]
-    categories = sorted({name for share in shares for name in share})
-    rows = []
-    for index, capture in enumerate(captures):
-        others = [s for i, s in enumerate(shares) if i != index and s]
-        distance = _distance(shares[index], others, categories) if shares[index] and others else 0.0
-        rows.append(
-            {
-                "capture": capture,
-                "shares": [shares[index].get(c, 0.0) for c in categories],
-                "distance": round(distance, 1),
-            }
-        )
-    if rows and max(r["distance"] for r in rows) > 0:
-        max(rows, key=lambda r: r["distance"])["outlier"] = True
-    return rows
-
-
-def _category_shares(capture: Capture) -> dict[str, float]:
-    stats = capture.stats or {}
-    return {c["category"]: c["percent"] for c in stats.get("categories", [])}
-
-
-def _distance(
-    own: dict[str, float], others: list[dict[str, float]], categories: list[str]
-) -> float:
-    """L1 distance in percentage points between a process and the mean of the others."""
-    mean = {c: sum(o.get(c, 0.0) for o in others) / len(others) for c in categories}
-    return sum(abs(own.get(c, 0.0) - mean[c]) for c in categories)
-
-
 def group_flamegraph(
     *, captures: list[Capture], max_nodes: int = 8192, only: set[int] | None = None
 ) -> dict[str, Any]:
@@ -164,9 +130,7 @@ def group_trees(*, captures: list[Capture], user: Any) -> Iterator[tuple[str, di
         tree = capture_files.read_flamegraph(capture)
         if tree is None:
             continue
-        if redact.hides_server_details(capture, user):
-            tree = redact.tree(tree)
-        yield capture.target_label, tree
+        yield capture.target_label, redact.for_viewer(tree, user=user, captures=[capture])
 
 
 def capture_sandwich(
@@ -187,7 +151,7 @@ def capture_sandwich(
     if tree is None:
         return None
     if hide_commands:
-        tree = redact.tree(tree)
+        tree = redact.redaction.hide(tree)
     if threads:
         tree = pyspy.select_threads(tree, threads)
     result: dict[str, Any] = dict(pyspy.sandwich(tree, frame))

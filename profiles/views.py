@@ -153,8 +153,8 @@ def _page_stats(capture: Capture) -> dict | None:
 @require_GET
 def capture_detail(request, pk: int):
     capture = _get_capture_for_user(request.user, pk, full=True)
-    if redact.hides_server_details(capture, request.user):
-        capture.stats = redact.stats(capture.stats)  # for this page only; never saved
+    # For this page only; never saved.
+    capture.stats = redact.for_viewer(capture.stats, user=request.user, captures=[capture])
     stats = capture.stats or {}
     lag = stats.get("lag") or None
     is_dump = capture.kind == Capture.Kind.DUMP or stats.get("format") == "dump"
@@ -167,7 +167,7 @@ def capture_detail(request, pk: int):
         # py-spy's own error is not a sampler that fell behind: shown as the error.
         "lag_bad": bool(lag and lag.get("verdict") != "ok" and not lag.get("error")),
         "dump_groups": _dump_groups(stats) if is_dump else [],
-        "comments": capture.comments.select_related("author"),
+        "comments": _comments_for_viewer(capture, request.user),
         "can_remove_comments": can_remove_any_comment(request.user),
         "tags_text": " ".join(t.name for t in capture.tags.all()),
         "keyword_sets": KeywordSet.objects.all(),
@@ -192,6 +192,15 @@ def capture_detail(request, pk: int):
         "log_problem": _log_problem(capture, stats, is_dump),
     }
     return render(request, "profiles/capture_detail.html", context)
+
+
+def _comments_for_viewer(capture: Capture, user) -> list[Comment]:
+    """The comments, each pinned frame as `user` may see it (never saved)."""
+    comments = list(capture.comments.select_related("author"))
+    frames = redact.for_viewer([c.frame for c in comments], user=user, captures=[capture])
+    for comment, frame in zip(comments, frames, strict=True):
+        comment.frame = frame
+    return comments
 
 
 def _previous_captures(capture: Capture) -> dict[str, int | None]:
@@ -260,28 +269,29 @@ def _gunzipped(field) -> Iterator[bytes]:
             yield block
 
 
-def _download_body(capture: Capture, what: str, hide: bool) -> tuple[Iterator[bytes], str, str]:
-    """Stored data, gunzipped as it streams: never parsed in the request. With `hide`
-    (a viewer of the server's own processes) command lines and locals are redacted
-    line by line; a speedscope file of subprocesses, one JSON document, is refused."""
+def _download_body(capture: Capture, what: str, user) -> tuple[Iterator[bytes], str, str]:
+    """Stored data, gunzipped as it streams: never parsed in the request. For a viewer
+    of the server's own processes command lines and locals are redacted line by line
+    (redact.download); a speedscope file of subprocesses, one JSON document, is refused."""
     fmt = capture.raw_format
     if what == "log":
         if not capture.log_file:
             raise Http404("This capture has no py-spy log.")
-        return _gunzipped(capture.log_file), "text/plain", "py-spy.log"
+        body = redact.download(_gunzipped(capture.log_file), "log", user=user, capture=capture)
+        return body, "text/plain", "py-spy.log"
     if not capture.samples_downloadable:
         raise Http404("The samples of this capture were pruned, never written or not parsed.")
     if fmt == "dump":
-        body = _gunzipped(capture.raw_file)
-        return (redact.dump_text(body) if hide else body), "text/plain", "dump.txt"
+        body = redact.download(_gunzipped(capture.raw_file), "dump", user=user, capture=capture)
+        return body, "text/plain", "dump.txt"
     native = {"folded": "raw", "speedscope": "speedscope"}[what]
     field = capture.raw_file if fmt == native else capture.export_file
     if not field:
         raise Http404("This capture has no stored export; re-analyse it to make one.")
     if what == "folded":
-        body = _gunzipped(field)
-        return (redact.folded_text(body) if hide else body), "text/plain", "folded.txt"
-    if hide and capture.subprocesses:
+        body = redact.download(_gunzipped(field), "folded", user=user, capture=capture)
+        return body, "text/plain", "folded.txt"
+    if capture.subprocesses and redact.hides_server_details(capture, user):
         raise PermissionDenied(
             f"Its process frames name command lines on the flamedeck server {redact.HIDDEN}; "
             "the folded download is redacted."
@@ -294,8 +304,7 @@ def capture_download(request, pk: int, what: str):
     capture = _get_capture_for_user(request.user, pk)
     if what not in ("folded", "speedscope", "log"):
         raise Http404()
-    hide = redact.hides_server_details(capture, request.user)
-    body, content_type, suffix = _download_body(capture, what, hide)
+    body, content_type, suffix = _download_body(capture, what, request.user)
     return downloads.streamed(body, content_type, downloads.capture_file_name(capture, suffix))
 
 

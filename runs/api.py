@@ -268,6 +268,7 @@ def run_processes_check(request, pk: int):
             "processes": [selectors.process_json(p) for p in processes],
             "errors": [{"host": hosts[h], "error": e} for h, e in errors.items()],
             "plan": selectors.capture_all_plan(run=run),
+            "run_status": Run.objects.values_list("status", flat=True).get(pk=run.pk),
         }
     )
 
@@ -275,7 +276,9 @@ def run_processes_check(request, pk: int):
 @schema.register
 @api(["POST"])
 def register(request):
-    """A launcher's rank attaches itself: `{run: name, host: name, pid, role}`."""
+    """A launcher's rank attaches itself: `{run: name, host: name, pid, role}`. The PID
+    is checked on its host first: one that does not run there is a 400; one whose host
+    cannot be asked is attached with `"alive": null` and a `warning`."""
     name = request.data.get("run")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise ValidationError({"run": ["give the run's name (text, at most 200 characters)"]})
@@ -295,5 +298,7 @@ def register(request):
         "process": selectors.process_json(attached.process),
         "created": attached.created,
     }
+    if attached.warning:
+        body["warning"] = attached.warning
     created = run_created or attached.created
     return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

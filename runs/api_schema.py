@@ -75,6 +75,9 @@ class HostCheckSerializer(serializers.Serializer):
     ssh_ok = serializers.BooleanField(help_text="The host could be reached.")
     py_spy_path = serializers.CharField(allow_null=True, help_text="Where py-spy was found.")
     py_spy_version = serializers.CharField(allow_null=True, help_text="`py-spy --version`.")
+    py_spy_native = serializers.BooleanField(
+        allow_null=True, help_text="py-spy was built with native unwinding (`--native`)."
+    )
     install_hint = serializers.CharField(allow_null=True, help_text="How to install py-spy.")
     uid = serializers.IntegerField(allow_null=True, help_text="The remote user's uid.")
     ptrace_scope = serializers.IntegerField(
@@ -152,6 +155,10 @@ class RegisteredSerializer(serializers.Serializer):
     run_created = serializers.BooleanField(help_text="This call created the run.")
     process = ProcessSerializer(help_text="The attached process.")
     created = serializers.BooleanField(help_text="This call attached the process.")
+    warning = serializers.CharField(
+        required=False,
+        help_text="Set when the host could not be asked whether the PID runs (alive is null).",
+    )
 
 
 class LivenessSerializer(serializers.Serializer):
@@ -166,6 +173,9 @@ class LivenessSerializer(serializers.Serializer):
         help_text="Hosts that could not be asked; their processes keep their last marks.",
     )
     plan = PlanSerializer(help_text="What a capture of all would touch now.")
+    run_status = serializers.CharField(
+        help_text="The run's status after the check: finished once every process exited."
+    )
 
 
 def host_list(host_serializer):

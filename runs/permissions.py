@@ -12,13 +12,15 @@
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
+from profiles.pyspy import redaction
+
 LAUNCH_PERMISSION = "profiles.launch_capture"
 OPERATORS_GROUP = "operators"
 HOST_ADMIN_PERMISSION = "runs.administer_hosts"
 HOST_ADMINS_GROUP = "host admins"
 # What an operator without the host-admin permission may still change on a host.
 OPERATOR_HOST_FIELDS = ("notes",)
-HIDDEN_COMMAND = "(hidden: a process of the flamedeck server; host admins see it)"
+HIDDEN_COMMAND = redaction.HIDDEN
 
 
 def can_launch(user: AbstractBaseUser | AnonymousUser) -> bool:
@@ -37,10 +39,11 @@ def can_remove_any_comment(user: AbstractBaseUser | AnonymousUser | None) -> boo
 
 def redact_check(check: dict | None, *, local: bool, user) -> dict:
     """A host check as `user` may see it: the command lines of the server's own
-    processes (a local host) only for host administrators."""
+    processes (a local host) only for host administrators, hidden by the redaction
+    every capture output passes through (profiles.redact)."""
     check = dict(check or {})
-    if local and check.get("processes") and not can_administer_hosts(user):
-        check["processes"] = [{**p, "command": HIDDEN_COMMAND} for p in check["processes"]]
+    if local and not can_administer_hosts(user):
+        return redaction.hide(check)
     return check
 
 

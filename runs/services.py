@@ -186,17 +186,21 @@ def run_processes_attach(
     pids = [parse_pid(pid) for pid, _ in processes]
     alive, warning = _alive_or_warning(host, pids)
     if alive is not None and (gone := [pid for pid in pids if pid not in alive]):
-        listed = ", ".join(map(str, gone))
-        raise ValidationError(
-            {"pid": f"no running process {listed} on {host.name}: it has exited or never "
-             "ran there (PIDs are per host, and per container behind an exec prefix)"}
-        )  # fmt: skip
+        raise ValidationError({"pid": _not_running(host, gone)})
     now = timezone.now()
     state = {"alive": None if alive is None else True, "checked_at": None if alive is None else now}
     return [
         _attach_one(run, host, pid, role.strip()[:100], state, warning)
         for pid, (_, role) in zip(pids, processes, strict=True)
     ]
+
+
+def _not_running(host: Host, pids: list[int]) -> str:
+    listed = ", ".join(map(str, pids))
+    return (
+        f"no running process {listed} on {host.name}: it has exited or never ran there "
+        "(PIDs are per host, and per container behind an exec prefix)"
+    )
 
 
 def _attach_one(run: Run, host: Host, pid: int, role: str, state: dict, warning: str) -> Attached:
@@ -236,19 +240,30 @@ def run_register(
     *, user: AbstractBaseUser | None, run_name: str, host: Host, pid: int, role: str = ""
 ) -> tuple[Run, Attached, bool]:
     """A launcher's rank registers itself: get or create the run by name, attach
-    (host, pid, role). Idempotent. The caller is the process itself, so it is alive
-    and no check goes to the host. Returns (run, attached, run_created).
+    (host, pid, role). Idempotent. Returns (run, attached, run_created).
+
+    The PID is checked on its host first, as an attach is: the caller may have sent
+    the wrong one (a container's PID to a host without its exec prefix, a launcher's
+    own). One the host says is not running is refused (ValidationError naming it,
+    before any run is made); when the host cannot be asked, the process is attached
+    with `alive` unknown and a warning, never shown as running.
 
     Ranks register at the same instant; `Run.register_key` is unique, so they all
-    land in one run. The first registration is the run's start.
+    land in one run. The first registration is the run's start; a live rank
+    registering to a run that had ended starts it again.
     """
+    pid = parse_pid(pid)
+    alive, warning = _alive_or_warning(host, [pid])
+    if alive is not None and pid not in alive:
+        raise ValidationError({"pid": _not_running(host, [pid])})
     run, run_created = _run_for_registration(user, run_name)
-    if run.started_at is None or run.status == Run.Status.PLANNED:
+    if run.started_at is None or run.status != Run.Status.RUNNING:
         run.started_at = run.started_at or timezone.now()
-        run.status = Run.Status.RUNNING
-        run.save(update_fields=["started_at", "status"])
-    state = {"alive": True, "checked_at": timezone.now()}
-    attached = _attach_one(run, host, parse_pid(pid), role.strip()[:100], state, "")
+        run.status, run.ended_at = Run.Status.RUNNING, None
+        run.save(update_fields=["started_at", "status", "ended_at"])
+    checked = alive is not None
+    state = {"alive": True if checked else None, "checked_at": timezone.now() if checked else None}
+    attached = _attach_one(run, host, pid, role.strip()[:100], state, warning)
     return run, attached, run_created
 
 
@@ -294,7 +309,19 @@ def run_processes_check(*, processes: list[RunProcess]) -> dict[int, str]:
         for process in by_host[host_id]:
             process.alive, process.checked_at = process.pid in alive, now
         RunProcess.objects.bulk_update(by_host[host_id], ["alive", "checked_at"])
+    runs_end_when_every_process_exited(run_ids={p.run_id for p in processes}, now=now)
     return errors
+
+
+def runs_end_when_every_process_exited(*, run_ids: set[int], now: Any = None) -> int:
+    """Mark "finished" each running run of `run_ids` whose every process was last
+    found exited (one unknown or running process keeps it running). Returns how many."""
+    running = Run.objects.filter(pk__in=run_ids, status=Run.Status.RUNNING)
+    ended = running.exclude(processes__alive__isnull=True).exclude(processes__alive=True)
+    ids = set(ended.filter(processes__isnull=False).values_list("pk", flat=True))
+    return Run.objects.filter(pk__in=ids).update(
+        status=Run.Status.FINISHED, ended_at=now or timezone.now()
+    )
 
 
 def run_capture_settings_save(*, run: Run, settings_: dict[str, Any]) -> Run:

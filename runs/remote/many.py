@@ -15,12 +15,12 @@ import math
 import shlex
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from runs import gpu
 
-from . import runner
+from . import guard, runner
 from .build import _script_head, classify, record_flags, stderr_tail
 from .build import wrap as _wrap
 from .model import (
@@ -44,6 +44,7 @@ trap '' PIPE
 dir=$(mktemp -d "${TMPDIR:-/tmp}/flamedeck.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 exec 3<&0 </dev/null
+for p in @PIDS@; do fd_before "$p"; done
 printf '%s\\n' @WAITING@
 IFS= read -r go <&3 || exit 0
 [ "$go" = go ] || exit 0
@@ -52,11 +53,17 @@ for p in @PIDS@; do mkfifo "$dir/$p.fifo" || exit 1; done
 spies= taggers=
 for p in @PIDS@; do
   (
-    while IFS= read -r l || [ -n "$l" ]; do printf '%s %s\\n' "$p" "$l"; done <"$dir/$p.fifo"
+    while IFS= read -r l || [ -n "$l" ]; do
+      # The host's own clock when py-spy says it samples: the start skew is measured
+      # here, not where the worker reads the line after ssh and its own scheduling.
+      case $l in "@SAMPLING@"*) fd_fact "$p" "sampling_at=$(date +%s.%N 2>/dev/null)" ;; esac
+      printf '%s %s\\n' "$p" "$l"
+    done <"$dir/$p.fifo"
     printf '%s %s\\n' "$p" @EXITED@
   ) 3<&- &
   taggers="$taggers $!"
-  "$PYSPY" record --pid "$p" @FLAGS@ -o "$dir/$p.out" >"$dir/$p.fifo" 2>"$dir/$p.err" 3<&- &
+  eval "flag=\\$fd_flag_$p"
+  "$PYSPY" record --pid "$p" @FLAGS@ $flag -o "$dir/$p.out" >"$dir/$p.fifo" 2>"$dir/$p.err" 3<&- &
   echo "$!" >"$dir/$p.spy"
   spies="$spies $!"
 done
@@ -97,6 +104,7 @@ done
 kill "$watch" 2>/dev/null
 [ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
 for t in $taggers; do wait "$t"; done
+for p in @PIDS@; do fd_after "$p"; done
 size() { if [ -f "$1" ]; then wc -c <"$1" | tr -d ' '; else echo 0; fi; }
 for p in @PIDS@; do
   has=0; [ -f "$dir/$p.out" ] && has=1
@@ -127,12 +135,14 @@ def record_many_script(
     if not checked or len(set(checked)) != len(checked):
         raise ValueError(f"record_many needs distinct PIDs, not {pids!r}")
     body = _MANY_BODY.replace("@PIDS@", " ".join(str(pid) for pid in checked))
-    body = body.replace("@FLAGS@", shlex.join(record_flags(settings)))
+    body = body.replace("@FLAGS@", shlex.join(record_flags(replace(settings, native=False))))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
     body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
     body = body.replace("@WAITING@", WAITING).replace("@EXITED@", EXITED)
-    return _script_head(target) + body.replace("@MARKER@", END_MARKER)
+    body = body.replace("@SAMPLING@", SAMPLING)
+    head = _script_head(target) + guard.shell(settings.native)
+    return head + body.replace("@MARKER@", END_MARKER)
 
 
 class Session(Protocol):
@@ -178,6 +188,7 @@ class _ManyWatch:
         self.stopped: set[int] = set()
         self.logs: dict[int, list[str]] = {pid: [] for pid in pids}
         self.spans: dict[int, dict[str, float]] = {pid: {} for pid in pids}
+        self.facts: dict[int, dict[str, str]] = {pid: {} for pid in pids}
         self.in_log = True
 
     def on_line(self, line: str, elapsed_s: float) -> None:
@@ -188,6 +199,11 @@ class _ManyWatch:
         if line == WAITING:
             self.ready = True
             self.session.on_ready()
+            return
+        fact = guard.read_fact(line)
+        if fact is not None:
+            if fact[0] in self.facts:
+                self.facts[fact[0]][fact[1]] = fact[2]
             return
         head, _, text = line.partition(" ")
         pid = int(head) if head.isdigit() else None
@@ -247,16 +263,23 @@ def _frames(stdout: bytes) -> tuple[dict[int, tuple[int, bool, str, bytes]], str
 
 
 def _pid_result(
-    pid: int, frame: tuple[int, bool, str, bytes], log: str, stopped_by: str, elapsed_s: float
+    pid: int,
+    frame: tuple[int, bool, str, bytes],
+    log: str,
+    stopped_by: str,
+    elapsed_s: float,
+    facts: dict[str, str],
 ) -> RecordResult | RemoteError:
     code, has_raw, err, raw = frame
     if not has_raw:
         # READY says the script ran: a silent failure is py-spy's, not the prefix's.
         error = classify(code or 1, f"{READY}\n{err}", log)
         if error is not None and not (stopped_by == "cancel" and error.cause == "unknown"):
-            return error
-    exited = "Stopped sampling because process exited" in log
-    return RecordResult(raw if has_raw else None, log, err, code, stopped_by, elapsed_s, exited)
+            return guard.with_versions(error, facts)
+    exited = "Stopped sampling because process exited" in log or facts.get("target") == "gone"
+    return RecordResult(
+        raw if has_raw else None, log, err, code, stopped_by, elapsed_s, exited, facts=facts
+    )
 
 
 def record_many(
@@ -304,6 +327,7 @@ def record_many(
             logs[pid],
             "cancel" if pid in watch.stopped else default,
             done.elapsed_s,
+            watch.facts[pid],
         )  # fmt: skip
         for pid in pids
     }

@@ -11,7 +11,7 @@ Transport = Literal["local", "ssh"]
 Cause = Literal[
     "unreachable", "auth", "hostkey_unknown", "hostkey_changed", "pyspy_missing",
     "permission", "no_such_pid", "bound_exceeded", "exec_prefix", "connection_lost",
-    "host_config", "unknown",
+    "host_config", "python_unsupported", "unknown",
 ]  # fmt: skip
 
 READY = "@@flamedeck-ready@@"  # printed to stderr once the script runs on the host
@@ -159,6 +159,8 @@ MESSAGES: dict[str, str] = {
     "sshd was stopped or the network broke), so the samples could not be fetched: check "
     "the host",
     "host_config": "the host's settings cannot be turned into a command",
+    "python_unsupported": "this py-spy cannot read the target's Python version: upgrade "
+    "py-spy on the host (`pip install -U py-spy`)",
     "unknown": "the remote command failed",
 }
 TRANSIENT_CAUSES = frozenset({"unreachable", "connection_lost"})
@@ -175,6 +177,7 @@ CAUSE_LABELS: dict[str, str] = {
     "bound_exceeded": "py-spy did not stop",
     "exec_prefix": "exec prefix failed",
     "host_config": "unusable host settings",
+    "python_unsupported": "Python too new for py-spy",
     "unknown": "remote command failed",
 }
 
@@ -205,6 +208,9 @@ class RecordResult:
     process_exited: bool = False
     gpu_csv: str | None = None
     """nvidia-smi's CSV over the capture (see runs.gpu), or None without nvidia-smi."""
+    facts: dict[str, str] = field(default_factory=dict)
+    """What the script learnt around py-spy (runs.remote.guard): py_spy, python,
+    native_built, native_dropped, target (gone | continued)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,8 @@ class HostCheck:
     ssh_ok: bool
     py_spy_path: str | None = None
     py_spy_version: str | None = None
+    py_spy_native: bool | None = None
+    """Whether this py-spy was built with native unwinding (`--native`); None unknown."""
     install_hint: str | None = None
     uid: int | None = None
     ptrace_scope: int | None = None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
-from . import runner
+from . import guard, runner
 from .build import (
     ENV_MARKER,
     RANK_VARIABLES,
@@ -83,7 +83,7 @@ class _RecordWatch:
     def on_line(self, line: str, elapsed_s: float) -> None:
         if END_MARKER in line:
             self.in_log = False
-        if not self.in_log:
+        if not self.in_log or guard.read_fact(line) is not None:
             return
         if self.sampling_since is None and line.startswith("py-spy> Sampling process"):
             self.sampling_since = elapsed_s
@@ -146,15 +146,18 @@ def record(
     if done.stopped == "killed":
         raise RemoteError("bound_exceeded", detail=stderr_tail(done.stderr))
     log, code, raw, gpu_csv = _split_record(done.stdout)
+    log, facts = guard.split_facts(log)
     exit_code = done.returncode if code is None else code
     error = classify(exit_code, done.stderr, log) if raw is None else None
     # A cancel that lands before py-spy installs its SIGINT handler ends it with no
     # samples (exit 130): that is a cancelled capture, not a failure to explain.
     cancelled_early = watch.reason == "cancel" and code is not None
     if error is not None and not (cancelled_early and error.cause == "unknown"):
-        raise error
+        raise guard.with_versions(error, facts)
     stopped_by = "bound" if done.trigger == "timeout" else watch.reason
-    exited = "Stopped sampling because process exited" in log
+    # py-spy 0.4.3 can miss the exit of a process killed mid-sample: the script's own
+    # look at /proc after py-spy ends says so then.
+    exited = "Stopped sampling because process exited" in log or facts.get("target") == "gone"
     return RecordResult(
         raw,
         log,
@@ -164,6 +167,7 @@ def record(
         done.elapsed_s,
         exited,
         gpu_csv,
+        facts,
     )
 
 
@@ -292,6 +296,7 @@ def check_host(target: Target) -> HostCheck:
         ssh_ok=True,
         py_spy_path=facts.get("py_spy_path"),
         py_spy_version=facts.get("py_spy_version"),
+        py_spy_native={"1": True, "0": False}.get(facts.get("py_spy_native", "")),
         install_hint=None if "py_spy_path" in facts else "pip install py-spy",
         uid=_int_or_none(facts.get("uid")),
         ptrace_scope=_int_or_none(facts.get("ptrace_scope")),

@@ -175,6 +175,7 @@
       `${fmt(result.self_samples)} (${pct(result.self_percent)}) end in it; it sits in ${fmt(result.occurrences)} place${result.occurrences === 1 ? "" : "s"} of the flamegraph.`;
     if (result.samples === result.self_samples) text += " It calls nothing: every sample through it ends in it.";
     if (result.approximate) text += ` Approximate: the stored flamegraph was pruned, and up to ${fmt(result.hidden_samples)} samples in pruned parts may pass through it too.`;
+    if (result.hidden_self_samples) text += ` Its self count leaves out pruned parts: up to ${fmt(result.hidden_self_samples)} more samples may end in it.`;
     return text;
   }
 

@@ -24,13 +24,17 @@
     return el("td", {}, el("span", { class: `badge status-${row.status}` }, row.status));
   }
 
+  const ATTACHING = "attaching…";
+  const ATTACHING_TITLE = "py-spy is starting on this process (connection, attach); it has not sampled yet";
+
   function elapsedText(row) {
+    if (row.attaching) return ATTACHING;
     if (row.elapsed_s == null) return dash;
     return row.final ? `${fmt(row.elapsed_s)} s` : `${fmt(row.elapsed_s)} / ${row.duration_s} s`;
   }
 
   function lagCell(row) {
-    if (row.status === "failed") return el("td", { class: "num" }, dash);
+    if (row.status === "failed" || row.attaching) return el("td", { class: "num" }, dash);
     const behind = row.behind_s ? `${fmt(row.behind_s, 2)} s behind` : row.final ? "" : "keeping up";
     const parts = [];
     if (row.verdict) parts.push(el("span", { class: `badge verdict-${row.verdict}` }, row.verdict), " ");
@@ -41,8 +45,13 @@
   // Live progress counts py-spy's sampling rounds; the result counts one sample per
   // thread per round, so the number grows when the capture ends: say which is which.
   function samplesCell(row) {
-    if (row.samples != null) return el("td", { class: "num", "data-cell": "samples" }, String(row.samples));
-    if (row.samples_estimated == null) return el("td", { class: "num", "data-cell": "samples" }, dash);
+    if (row.samples != null) {
+      const rounds = row.rounds_estimated;
+      if (rounds == null || rounds === row.samples) return el("td", { class: "num", "data-cell": "samples" }, String(row.samples));
+      const why = `${row.samples} samples from ≈ ${rounds} sampling rounds: one sample per thread per round, threads found waiting left out without “idle”`;
+      return el("td", { class: "num", "data-cell": "samples", title: why }, String(row.samples), el("span", { class: "muted small rounds-from" }, ` (≈ ${rounds} rounds)`));
+    }
+    if (row.attaching || row.samples_estimated == null) return el("td", { class: "num", "data-cell": "samples" }, dash);
     return el("td", { class: "num rounds", "data-cell": "samples", title: ROUNDS_TITLE }, `≈ ${row.samples_estimated} rounds`);
   }
 
@@ -51,9 +60,10 @@
     const outlier = page.differs_most && page.differs_most.id;
     return page.rows.flatMap((row) => {
       const main = el("tr", { "data-capture": String(row.id), "data-status": row.status, class: row.id === outlier ? "outlier" : "" },
-        el("td", {}, el("a", { href: row.url }, row.label), row.id === outlier ? el("span", { class: "badge verdict-degraded differs-badge" }, "differs most") : null),
+        el("td", {}, el("a", { href: row.url }, row.label), row.id === outlier ? el("span", { class: "badge verdict-degraded differs-badge" }, "differs most") : null,
+          row.python_only ? el("span", { class: "badge verdict-degraded python-only", title: row.note || "" }, "Python-only") : null),
         statusCell(row),
-        el("td", { class: "num", "data-cell": "elapsed" }, elapsedText(row)),
+        el("td", { class: "num", "data-cell": "elapsed", title: row.attaching ? ATTACHING_TITLE : null }, elapsedText(row)),
         lagCell(row),
         samplesCell(row),
         ...page.categories.map((name) => el("td", { class: "num" }, row.status === "failed" || !(name in row.shares) ? dash : fmt(row.shares[name]))));
@@ -74,7 +84,9 @@
     const d = page.differs_most || {};
     const node = document.getElementById("differs-most");
     node.className = `differs differs-${d.state || "none"}`;
-    if (d.state === "too_few") {
+    if (d.state === "pending") {
+      node.textContent = "Which process differs most is said once every process has ended.";
+    } else if (d.state === "too_few") {
       node.textContent = `${d.with_samples} process${d.with_samples === 1 ? "" : "es"} with samples so far: at least 3 are needed to say which one differs from the others.`;
     } else if (d.state === "within_noise") {
       node.textContent = `No process differs beyond noise: the largest difference (${d.closest}, ${d.distance} points over all categories) is within the others' range or the 95% interval.`;
@@ -174,7 +186,7 @@
     const status = document.getElementById("group-status");
     status.textContent = page.status;
     status.className = `badge group-${page.status}`;
-    document.getElementById("group-skew").textContent = `${page.start_skew_s} s`;
+    document.getElementById("group-skew").textContent = page.start_skew_s == null ? "waiting for every process to start" : `${page.start_skew_s} s`;
     renderTable(page);
     renderDiffers(page);
     renderWaiting(page);

@@ -14,6 +14,7 @@
     const rows = [
       ["SSH / reach", badge(check.ssh_ok, "ok", "failed")],
       ["py-spy", check.py_spy_version ? el("span", { class: "mono" }, `${check.py_spy_version}${check.py_spy_path ? " · " + check.py_spy_path : ""}`) : stopped ? unknown() : el("span", { class: "error" }, check.install_hint || "not found")],
+      ["Native unwinding (--native)", check.py_spy_native == null ? (stopped || !check.py_spy_version ? unknown() : el("span", { class: "muted" }, "not known")) : check.py_spy_native ? badge(true, "yes", "no") : el("span", {}, badge(false, "yes", "no"), " ", el("span", { class: "muted small" }, "this py-spy was built without it: captures drop --native and say so"))],
       ["Can attach (ptrace)", stopped ? unknown() : el("span", {}, badge(check.can_attach, "yes", "no"), " ", el("span", { class: "muted small" },
         [check.uid === 0 ? "root" : check.uid != null ? `uid ${check.uid}` : "", check.ptrace_scope != null ? `ptrace_scope ${check.ptrace_scope}` : "", check.reason || ""].filter(Boolean).join(" · ")))],
     ];

@@ -47,6 +47,13 @@
       if (!row) continue;
       row.classList.toggle("exited", p.alive === false);
       row.querySelector("[data-cell=alive]").replaceChildren(aliveMark(p));
+      // An exited process offers no capture: py-spy would only find no such PID.
+      if (p.alive === false) row.querySelector("[data-cell=capture]").replaceChildren(el("span", { class: "muted small" }, "exited: nothing to capture"));
+    }
+    const badge = document.getElementById("run-status");
+    if (body.run_status && badge && !badge.classList.contains(`run-${body.run_status}`)) {
+      badge.className = `badge run-${body.run_status}`;
+      badge.textContent = body.run_status.charAt(0).toUpperCase() + body.run_status.slice(1);
     }
     const errors = body.errors.map((e) => `${e.host}: ${e.error}`);
     note.textContent = errors.length ? `Could not check every host — ${errors.join("; ")}` : "";

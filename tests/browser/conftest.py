@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, logged_in_context
-from tests.support.requirements import require
+from tests.support.requirements import require, require_module
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls from
 # the test body are still synchronous and safe here.
@@ -24,9 +24,7 @@ SCREENSHOTS = Path(
 
 @pytest.fixture(scope="session")
 def chromium():
-    playwright_api = pytest.importorskip(
-        "playwright.sync_api", reason="needs the playwright package"
-    )
+    playwright_api = require_module("playwright.sync_api", "pip install -e '.[dev]'")
     require(CHROMIUM, "Chromium", "apt-get install chromium")
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -2,6 +2,7 @@
 the search box and a flamegraph click, compare one click away, trends with time ticks,
 and the advanced capture panel inside a 1400 px window."""
 
+import os
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -200,7 +201,10 @@ def test_trends_name_an_unknown_category(open_tab, teammate):
 def test_the_advanced_capture_panel_fits_a_1400_px_window(open_tab, owner):
     run = Run.objects.create(name="wide")
     host = Host.objects.get(name="local")
-    RunProcess.objects.create(run=run, host=host, pid=4321, role="target-0-with-a-long-role-name")
+    # A running process (this one): the page's liveness check leaves its capture button.
+    RunProcess.objects.create(
+        run=run, host=host, pid=os.getpid(), role="target-0-with-a-long-role-name"
+    )
     page = open_tab(owner, width=1400, height=900).goto(f"/runs/{run.pk}/")
     launcher = page.locator("#processes .capture-launch").first
     launcher.locator(".capture-more").click()

@@ -50,3 +50,53 @@ def test_a_frame_of_the_merged_flamegraph_opens_its_sandwich_in_its_own_process(
     expect(page.locator("#sandwich[data-ready='1']")).to_have_count(1)
     expect(page.locator("#sandwich-frame")).to_have_text("<b>step</b> rank 101")
     expect(page.locator("#sandwich-summary")).to_contain_text("100 samples")
+
+
+def test_the_group_page_says_attaching_holds_skew_and_verdicts_until_the_job_ends(
+    open_tab,
+    teammate,
+    group,  # noqa: F811
+):
+    from django.utils import timezone
+
+    attaching, sampling, done = group.captures.order_by("pid")
+    own_stats = {c.pk: c.stats for c in (attaching, sampling)}
+    now = timezone.now()
+    attaching.status, attaching.stats = "running", None
+    attaching.progress = {"sampling": False, "elapsed_s": 0.0, "duration_s": 10,
+                          "behind_s": 0.0, "expected_samples": 0}  # fmt: skip
+    sampling.status, sampling.stats, sampling.sampling_started_at = "running", None, now
+    sampling.progress = {"sampling": True, "elapsed_s": 3.0, "duration_s": 10,
+                         "behind_s": 0.0, "expected_samples": 60}  # fmt: skip
+    done.sampling_started_at = now
+    for capture in (attaching, sampling, done):
+        capture.save()
+    page = open_tab(teammate).goto(f"/groups/{group.pk}/")
+    row = page.locator(f'#group-table tr[data-capture="{attaching.pk}"]')
+    expect(row.locator("[data-cell=elapsed]")).to_have_text("attaching…")
+    expect(row.locator("[data-cell=samples]")).to_have_text("—")
+    expect(row).not_to_contain_text("keeping up")
+    expect(page.locator(f'tr[data-capture="{sampling.pk}"] [data-cell=samples]')).to_have_text(
+        "≈ 60 rounds"
+    )
+    expect(page.locator("#group-skew")).to_have_text("waiting for every process to start")
+    expect(page.locator("#differs-most")).to_have_text(
+        "Which process differs most is said once every process has ended."
+    )
+    expect(page.locator(".differs-badge")).to_have_count(0)
+
+    # Both start (0.3 s apart) and end; the page follows by polling.
+    attaching.sampling_started_at = now + timezone.timedelta(seconds=0.3)
+    for capture, rounds in ((attaching, 48), (sampling, 100)):
+        capture.status = "done"
+        capture.stats = own_stats[capture.pk]
+        capture.progress = {"elapsed_s": 9.6, "expected_samples": rounds, "sampled_s": 9.8}
+        capture.save()
+    expect(page.locator("#group-skew")).to_have_text("0.3 s")
+    samples = page.locator(f'tr[data-capture="{attaching.pk}"] [data-cell=samples]')
+    expect(samples).to_have_text("100 (≈ 48 rounds)")
+    assert "one sample per thread per round" in samples.get_attribute("title")
+    expect(page.locator(f'tr[data-capture="{sampling.pk}"] [data-cell=samples]')).to_have_text(
+        "100"
+    )  # no gap, nothing to explain
+    expect(page.locator("#differs-most")).to_contain_text("differs most")

@@ -71,6 +71,7 @@ def running_group(no_enqueue):
     group = jobs.capture_group_create(user=None, run=run, duration=10, rate=100)
     Capture.objects.filter(group=group).update(
         status="running",
+        sampling_started_at=timezone.now(),  # py-spy has attached: no longer "attaching…"
         progress={"elapsed_s": 2.0, "duration_s": 10, "behind_s": 0.0, "expected_samples": 200},
     )
     return group
@@ -103,7 +104,9 @@ def test_the_group_page_follows_its_processes_to_the_end_without_a_reload(
         _finish(capture, *mix)
     expect(page.locator("#group-status")).to_have_text("partial", timeout=10_000)
     first_samples = table.locator(f"tr[data-capture='{captures[0].pk}'] [data-cell=samples]")
-    expect(first_samples).to_have_text("400")  # the result's samples, no "rounds" label
+    # The result's samples, beside the rounds the live count had reached, and why they differ
+    expect(first_samples).to_have_text("400 (≈ 200 rounds)")
+    expect(first_samples).to_have_attribute("title", re.compile("one sample per thread per round"))
     failed_row = table.locator(f"tr[data-capture='{failed.pk}']")
     # elapsed, lag, samples and the two categories with samples (launch, comm)
     expect(failed_row.locator("td.num")).to_have_text(["—"] * 5)

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from profiles import pipeline, services
+from profiles import pipeline, record_notes, services
 from profiles.models import Capture, CaptureGroup, Comment
 from runs.models import Host, Run
 
@@ -201,7 +201,7 @@ def test_the_pipeline_records_the_seconds_covered_when_the_process_exits():
     result = remote.RecordResult(
         b"a 1\n", "", "", 0, "duration", 9.0, process_exited=True, gpu_csv=None
     )
-    pipeline._record_note(result, capture, progress.span)
+    record_notes.record_note(result, capture, progress.span)
     assert Capture.objects.get(pk=capture.pk).progress["covered_s"] == 7.5
 
 

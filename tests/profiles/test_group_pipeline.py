@@ -174,3 +174,22 @@ def test_a_rank_whose_process_exits_mid_window_says_what_it_covered_not_the_sess
     assert gone.wall_s >= 5 and "covered_s" not in full.progress
     page = teammate_client.get(gone.get_absolute_url()).content.decode()
     assert f"covers {gone.progress['covered_s']:g} s of the 6 s asked" in page
+
+
+def test_each_ranks_sampling_start_is_the_hosts_clock_when_the_host_gave_it(monkeypatch, group):
+    host_at = timezone.now() - timezone.timedelta(seconds=30)  # far from the worker's "now"
+
+    def fake_record_many(target, pids, settings, session, **kwargs):
+        session.on_ready()
+        session.on_line(11, SAMPLING, 0.1)  # the worker reads it now
+        facts = {"sampling_at": f"{host_at.timestamp():.6f}"}
+        ok = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2, facts=facts)
+        unknown = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2, facts={})
+        return remote.ManyResult({11: ok, 12: unknown}, {11: SAMPLING, 12: SAMPLING})
+
+    monkeypatch.setattr(remote, "record_many", fake_record_many)
+    host_id, ids = _host_ids(group, "node-a")
+    group_pipeline.host_captures_execute(group_id=group.pk, host_id=host_id, capture_ids=ids)
+    from_host, from_worker = Capture.objects.filter(pk__in=ids).order_by("pid")
+    assert abs((from_host.sampling_started_at - host_at).total_seconds()) < 0.001
+    assert from_worker.sampling_started_at is None  # py-spy never said so for it here

@@ -159,13 +159,57 @@ def test_with_fewer_than_three_processes_with_samples_nobody_is_crowned(teammate
 def test_a_running_process_shows_elapsed_lag_and_estimated_samples(teammate_client, group):
     running = group.captures.order_by("pid").first()
     running.status, running.stats = "running", None
+    running.sampling_started_at = timezone.now() - timezone.timedelta(seconds=4.2)
     running.progress = {"elapsed_s": 4.2, "duration_s": 30, "behind_s": 1.3, "expected_samples": 58}
     running.save()
     data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
     row = data["rows"][0]
     assert (row["status"], row["elapsed_s"], row["behind_s"]) == ("running", 4.2, 1.3)
     assert (row["samples"], row["samples_estimated"], row["final"]) == (None, 58, False)
+    assert row["attaching"] is False
     assert data["final"] is False and data["waiting"] == {"shown": False, "reason": "pending"}
+
+
+def test_a_process_py_spy_has_not_attached_to_reads_attaching_and_holds_the_skew(
+    teammate_client, group
+):
+    attaching = group.captures.order_by("pid").first()
+    attaching.status, attaching.stats = "running", None
+    attaching.progress = {"sampling": False, "elapsed_s": 0.0, "duration_s": 10,
+                          "behind_s": 0.0, "expected_samples": 0}  # fmt: skip
+    attaching.save()
+    others = group.captures.exclude(pk=attaching.pk)
+    others.update(sampling_started_at=timezone.now())
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    row = data["rows"][0]
+    assert row["attaching"] is True and row["status"] == "running"
+    assert data["start_skew_s"] is None  # not before every process has started
+    assert teammate_client.get(f"/api/groups/{group.pk}/").json()["start_skew_s"] is None
+    attaching.sampling_started_at = timezone.now() + timezone.timedelta(seconds=0.4)
+    attaching.save()
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["rows"][0]["attaching"] is False
+    assert data["start_skew_s"] == pytest.approx(0.4, abs=0.1)
+
+
+def test_no_process_is_said_to_differ_while_any_is_still_running(teammate_client, group):
+    running = group.captures.order_by("pid").first()
+    running.status = "running"
+    running.save()
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["differs_most"] == {"id": None, "state": "pending"}
+    running.status = "done"
+    running.save()
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["differs_most"]["state"] == "differs"
+
+
+def test_a_done_row_keeps_its_last_rounds_estimate_beside_the_sample_count(teammate_client, group):
+    done = group.captures.order_by("pid").first()
+    done.progress = {"elapsed_s": 9.6, "expected_samples": 48, "sampled_s": 9.8}
+    done.save()
+    row = teammate_client.get(f"/api/groups/{group.pk}/live/").json()["rows"][0]
+    assert (row["samples"], row["rounds_estimated"]) == (100, 48)
 
 
 def test_a_done_process_shows_the_seconds_its_pyspy_sampled_not_its_wall_time(

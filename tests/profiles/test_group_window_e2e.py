@@ -2,8 +2,9 @@
 and 32 processes over 4 hosts (real sshd on 4 loopback ports), with real workers on
 the real broker, py-spy on real processes.
 
-Timing-sensitive: the requirement (every py-spy starts sampling within 1 s of the
-others, all done within duration + 5 s of the request) is asserted as stated. On a
+Timing-sensitive: the requirement (every py-spy says it samples within 1 s of the
+others, by its host's clock, all done within duration + 5 s of the request) is
+asserted as stated. On a
 machine loaded by other work these can miss; the failure message carries the
 measured figures.
 """

@@ -8,7 +8,7 @@ from django.core.files.base import ContentFile
 from django.core.management import call_command
 from django.utils import timezone
 
-from profiles import enqueue, jobs, selectors
+from profiles import enqueue, jobs
 from profiles.models import Capture, CaptureGroup
 from runs.models import Host, Run, RunProcess
 
@@ -76,8 +76,6 @@ def test_the_group_is_partial_when_one_process_failed_and_names_the_straggler(
     _finish(c, "done", [("launch", 5), ("sync", 60)], started=t0 + timezone.timedelta(seconds=0.1))
     summary = jobs.group_summary(group)
     assert summary["status"] == "done" and summary["start_skew_s"] == pytest.approx(0.25)
-    rows = selectors.group_rows(captures=selectors.group_captures(group=group))
-    assert [r["capture"].pid for r in rows if r.get("outlier")] == [1002]
     Capture.objects.filter(pk=b.pk).update(status="failed", error="cannot reach the host")
     assert jobs.group_summary(group)["status"] == "partial"
 
@@ -93,7 +91,7 @@ def test_the_api_captures_a_whole_run_and_reports_the_group(
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["status"] == "running" and len(body["processes"]) == 3
-    assert body["start_skew_s"] == 0.0  # nobody sampled yet; the spread once they have
+    assert body["start_skew_s"] is None  # nobody sampled yet; the spread once every one has
     assert owner_client.get(f"/api/groups/{body['id']}/").json()["captures"] == 3
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from runs.models import Host, Run, RunProcess
 from runs.tokens import api_token_create
+from tests.support.procs import sleepers
 from tests.support.sshd import free_port
 
 pytestmark = pytest.mark.django_db
@@ -145,11 +146,17 @@ def test_an_operator_detaches_a_process(owner_client, run, local):
     assert owner_client.delete(f"/api/runs/{run.pk}/processes/{kept.pk}/").status_code == 404
 
 
-def test_registration_creates_the_run_once_and_records_its_start(client, owner, local):
+@pytest.fixture
+def three_ranks():
+    with sleepers(3) as pids:
+        yield pids
+
+
+def test_registration_creates_the_run_once_and_records_its_start(client, owner, local, three_ranks):
     api = _token(client, owner)
     bodies = [
-        {"run": "job-1234", "host": "local", "pid": 1000 + rank, "role": f"rank-{rank}"}
-        for rank in range(3)
+        {"run": "job-1234", "host": "local", "pid": pid, "role": f"rank-{rank}"}
+        for rank, pid in enumerate(three_ranks)
     ]
     answers = [api.post("/api/register/", b, "application/json") for b in bodies]
     assert [a.status_code for a in answers] == [201, 201, 201]
@@ -164,14 +171,77 @@ def test_registration_creates_the_run_once_and_records_its_start(client, owner, 
     assert run.processes.filter(alive=True).count() == 3
 
 
-def test_registration_joins_a_run_an_operator_created_by_that_name(owner_client, local):
+def test_registration_joins_a_run_an_operator_created_by_that_name(owner_client, local, sleeper):
     planned = Run.objects.create(name="job-7", status=Run.Status.PLANNED)
-    response = owner_client.post(
-        "/api/register/", {"run": "job-7", "host": "local", "pid": 10}, "application/json"
-    )
+    body = {"run": "job-7", "host": "local", "pid": sleeper.pid}
+    response = owner_client.post("/api/register/", body, "application/json")
     assert response.status_code == 201 and response.json()["run"]["id"] == planned.pk
     planned.refresh_from_db()
     assert planned.status == "running" and planned.started_at is not None
+
+
+def test_registering_a_pid_that_does_not_run_is_refused_before_any_run_is_made(
+    owner_client, local, dead_pid
+):
+    body = {"run": "job-ghost", "host": "local", "pid": dead_pid}
+    response = owner_client.post("/api/register/", body, "application/json")
+    assert response.status_code == 400
+    assert f"no running process {dead_pid} on local" in response.json()["pid"][0]
+    assert not Run.objects.filter(name="job-ghost").exists()
+
+
+def test_a_rank_whose_host_cannot_be_asked_is_registered_as_unknown_never_alive(
+    owner_client, sleeper
+):
+    unreachable = Host.objects.create(
+        name="gpu-down", transport="ssh", address="127.0.0.1", port=free_port()
+    )
+    body = {"run": "job-far", "host": unreachable.name, "pid": sleeper.pid, "role": "rank-0"}
+    response = owner_client.post("/api/register/", body, "application/json")
+    assert response.status_code == 201
+    assert response.json()["process"]["alive"] is None
+    assert response.json()["process"]["checked_at"] is None
+    assert "could not check that the process runs on gpu-down" in response.json()["warning"]
+    run = Run.objects.get(name="job-far")
+    detail = owner_client.get(f"/api/runs/{run.pk}/").json()
+    assert [p["alive"] for p in detail["processes"]] == [None]
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    assert ">unknown<" in page and ">running<" not in page
+
+
+def test_a_run_whose_every_rank_exited_is_finished_and_offers_no_capture(
+    owner_client, run, local, sleeper
+):
+    process = RunProcess.objects.create(run=run, host=local, pid=sleeper.pid, role="rank-0")
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    assert f'data-process="{process.pk}" data-label' in page  # a capture button
+    sleeper.kill()
+    sleeper.wait()
+    body = owner_client.post(f"/api/runs/{run.pk}/processes/check/").json()
+    assert body["processes"][0]["alive"] is False and body["run_status"] == "finished"
+    run.refresh_from_db()
+    assert run.status == Run.Status.FINISHED and run.ended_at is not None
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    assert "exited: nothing to capture" in page
+    assert f'data-process="{process.pk}" data-label' not in page
+
+
+def test_one_rank_still_running_or_unknown_keeps_the_run_running(
+    owner_client, run, local, sleeper, dead_pid
+):
+    RunProcess.objects.create(run=run, host=local, pid=sleeper.pid, role="rank-0")
+    RunProcess.objects.create(run=run, host=local, pid=dead_pid, role="rank-1")
+    assert owner_client.post(f"/api/runs/{run.pk}/processes/check/").json()["run_status"] == (
+        "running"
+    )
+
+
+def test_a_live_rank_registering_to_a_finished_run_starts_it_again(owner_client, local, sleeper):
+    ended = Run.objects.create(name="job-9", status=Run.Status.FINISHED)
+    body = {"run": "job-9", "host": "local", "pid": sleeper.pid}
+    assert owner_client.post("/api/register/", body, "application/json").status_code == 201
+    ended.refresh_from_db()
+    assert ended.status == Run.Status.RUNNING and ended.ended_at is None
 
 
 def test_registration_on_an_unknown_host_names_it_and_how_to_add_it(owner_client):

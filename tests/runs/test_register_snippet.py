@@ -12,6 +12,7 @@ import pytest
 
 from runs.models import Run
 from runs.tokens import api_token_create
+from tests.support.procs import sleepers
 
 ROOT = Path(__file__).resolve().parents[2]
 README, JOBS_PAGE = ROOT / "README.md", ROOT / "docs" / "jobs.md"
@@ -110,7 +111,15 @@ def test_without_a_run_name_the_ranks_of_one_launcher_share_a_run(live_server, o
     assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1"]
 
 
-def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(live_server, owner):
+@pytest.fixture
+def sixteen_ranks():
+    with sleepers(16) as pids:
+        yield pids
+
+
+def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(
+    live_server, owner, sixteen_ranks
+):
     import json
     import threading
     import urllib.request
@@ -119,7 +128,8 @@ def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(live_server
     barrier, codes = threading.Barrier(16), []
 
     def register(rank: int) -> None:
-        body = {"run": "burst", "host": "local", "pid": 7000 + rank, "role": f"rank-{rank}"}
+        pid = sixteen_ranks[rank]
+        body = {"run": "burst", "host": "local", "pid": pid, "role": f"rank-{rank}"}
         request = urllib.request.Request(  # noqa: S310 — the live server's http:// URL
             live_server.url + "/api/register/",
             data=json.dumps(body).encode(),
@@ -137,3 +147,4 @@ def test_sixteen_ranks_registering_at_the_same_instant_share_one_run(live_server
     assert codes == [201] * 16
     run = Run.objects.get(name="burst")
     assert run.processes.count() == 16
+    assert run.processes.filter(alive=True, checked_at__isnull=False).count() == 16

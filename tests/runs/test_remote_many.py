@@ -158,3 +158,14 @@ def test_each_pid_keeps_its_own_sampling_span_when_its_process_exits_mid_window(
     assert gone.elapsed_s >= 4 and 0 < spans[leaves.pid] <= 2.5 + NOTICE_S, spans
     assert spans[stays.pid] - spans[leaves.pid] >= 1, spans  # not the session's time
     assert 4 <= spans[stays.pid] <= gone.elapsed_s, spans
+
+
+def test_each_pid_reports_the_hosts_clock_when_its_py_spy_said_it_samples(local_target, three):
+    from runs.remote import guard
+
+    before = time.time()
+    outcome = record_many(local_target, [w.pid for w in three], SHORT, Session())
+    starts = [guard.sampling_at(outcome.results[w.pid].facts) for w in three]
+    assert all(s is not None and before <= s <= time.time() for s in starts), starts
+    assert max(starts) - min(starts) < 1.0
+    assert all("@@flamedeck-fact@@" not in outcome.logs[w.pid] for w in three)

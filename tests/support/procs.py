@@ -57,3 +57,18 @@ def pyspy_pids(pid: int) -> list[int]:
     found = subprocess.run(["pgrep", "-f", f"py-spy (record|dump).* --pid {pid}( |$)"],
                            capture_output=True, text=True)  # fmt: skip
     return [int(p) for p in found.stdout.split()]
+
+
+@contextlib.contextmanager
+def sleepers(count: int):
+    """`count` real processes that sleep until the block ends; yields their PIDs."""
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+             for _ in range(count)]  # fmt: skip
+    try:
+        yield [p.pid for p in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()

@@ -5,8 +5,10 @@ On a developer's machine a missing one skips those tests with the reason. Under 
 missing one there is a broken install step, not something to skip past.
 """
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -30,6 +32,15 @@ def missing(reason: str | None) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{reason}; .ci/run should have installed it")
     pytest.skip(reason)
+
+
+def require_module(name: str, install: str) -> ModuleType:
+    """`name` imported, or skip (locally) / fail (under CI) naming how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        missing(f"{name} cannot be imported ({exc}; {install})")
+        raise  # not reached: missing() skipped or failed
 
 
 def require_sshd() -> None:

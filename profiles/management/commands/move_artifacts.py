@@ -2,14 +2,15 @@
 
 Run it before or after changing FLAMEDECK_ARTIFACTS; `--from` defaults to the current
 setting. Names stay the same, so captures keep working once the setting points at the
-destination.
+destination. A source file is deleted only after its copy reads back with the same
+size and SHA-256; an interrupted move is resumed by running it again.
 """
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from profiles.artifacts import artifacts_move, storage_for
+from profiles.artifacts import MoveFailed, artifacts_move, storage_for
 
 
 class Command(BaseCommand):
@@ -27,10 +28,15 @@ class Command(BaseCommand):
             src, dst = storage_for(source), storage_for(destination)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
-        counts = artifacts_move(source=src, destination=dst, keep=keep)
+        try:
+            counts = artifacts_move(source=src, destination=dst, keep=keep)
+        except MoveFailed as exc:
+            raise CommandError(f"{exc}; nothing was lost, run the move again") from None
         self.stdout.write(
             f"{source} -> {destination}: {counts['moved']} moved, "
-            f"{counts['already_there']} already there, {counts['missing']} missing"
+            f"{counts['already_there']} already there (same size and SHA-256), "
+            f"{counts['recopied']} copied again (the copy there differed), "
+            f"{counts['missing']} missing"
         )
         if settings.FLAMEDECK_ARTIFACTS != destination:
             self.stdout.write(f"Now set FLAMEDECK_ARTIFACTS={destination} everywhere.")

@@ -35,13 +35,11 @@ class Command(BaseCommand):
             raise CommandError(f"REDIS_URL: cannot reach Redis at {url}: {exc}") from None
 
     def _check_s3(self, spec: str) -> None:
-        from profiles.artifacts import artifact_storage
+        from profiles.artifacts import artifact_storage, artifacts_preflight
 
-        try:
-            artifact_storage().exists("preflight-check")
-        except Exception as exc:  # noqa: BLE001 — botocore's errors have no common base here
-            line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise CommandError(f"FLAMEDECK_ARTIFACTS={spec}: cannot reach it: {line}") from None
+        problem = artifacts_preflight(storage=artifact_storage())
+        if problem:
+            raise CommandError(f"FLAMEDECK_ARTIFACTS={spec}: {problem}")
 
     def _check_static(self) -> None:
         root = settings.STATIC_ROOT

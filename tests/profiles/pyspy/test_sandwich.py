@@ -92,11 +92,26 @@ def test_a_pruned_tree_is_flagged_approximate_with_the_mass_it_may_hide():
     assert rough["samples"] + rough["hidden_samples"] >= exact["samples"]
 
 
+def test_self_samples_lost_under_pruned_nodes_inside_an_occurrence_are_bounded():
+    # `walk` recursing: its self samples are inner `walk` leaves under many callees.
+    lines = [f"walk (t.py:5);step{i} (t.py:{i});walk (t.py:5) {i + 1}" for i in range(30)]
+    full = tree_of(lines)
+    exact, rough = (
+        sandwich(full, "walk (t.py:5)"),
+        sandwich(prune_flamegraph(full, 10), "walk (t.py:5)"),
+    )
+    assert exact["self_samples"] == sum(range(1, 31)) and exact["hidden_self_samples"] == 0
+    assert rough["samples"] == exact["samples"] and rough["hidden_samples"] == 0
+    assert rough["self_samples"] < exact["self_samples"]  # lost under pruned nodes
+    assert rough["self_samples"] + rough["hidden_self_samples"] >= exact["self_samples"]
+
+
 def test_pruned_mass_under_the_frame_stays_visible_in_its_callees():
     lines = [f"main (m.py:1);kid{i} (k.py:{i}) {i + 1}" for i in range(30)]
     result = sandwich(prune_flamegraph(tree_of(lines), 8), "main (m.py:1)")
     assert result["samples"] == sum(range(1, 31))
     assert result["approximate"] is False  # nothing outside `main` was pruned
+    assert result["hidden_self_samples"] > 0  # but a pruned kid could end in `main` again
     last = result["callees"]["children"][-1]
     assert last["name"].startswith("[pruned: ") and last["pruned_frames"] > 0
     assert sum(c["value"] for c in result["callees"]["children"]) == result["samples"]

