@@ -58,4 +58,5 @@ bench: setup
 	$(PY) bench/bench_pages.py
 	$(PY) bench/bench_capture.py
 	$(PY) bench/bench_group.py
+	$(PY) bench/bench_hostile.py
 	$(PY) bench/bench_series.py

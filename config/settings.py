@@ -127,6 +127,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.UploadLimitMiddleware",
+    "config.middleware.RequestBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -197,6 +198,9 @@ else:
     for _sub in ("queue", "processed", "control"):
         (CELERY_BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport with atomic writes (kombu's own lets a consumer read
+    # a half-written message and crash its worker under bursts: config/fs_broker.py).
+    CELERY_BROKER_TRANSPORT = "config.fs_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
@@ -279,6 +283,11 @@ FLAMEDECK_KNOWN_HOSTS = env_str("FLAMEDECK_KNOWN_HOSTS") or None
 # Disk budget for raw capture files, enforced by `manage.py prune_raw`.
 FLAMEDECK_RAW_BUDGET_MB = env_int("FLAMEDECK_RAW_BUDGET_MB", 5000, minimum=1)
 FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimum=100)
+# Each analysis runs in a child process under a time limit that grows with the file
+# and a memory limit (profiles.budget); past either it ends failed, naming the limit.
+FLAMEDECK_ANALYSIS_TIME_S = env_int("FLAMEDECK_ANALYSIS_TIME_S", 60, minimum=1)
+FLAMEDECK_ANALYSIS_S_PER_MB = env_int("FLAMEDECK_ANALYSIS_S_PER_MB", 2, minimum=0)
+FLAMEDECK_ANALYSIS_MEMORY_MB = env_int("FLAMEDECK_ANALYSIS_MEMORY_MB", 2048, minimum=64)
 # The dashboard's address as its users reach it: links in watch messages are absolute.
 FLAMEDECK_BASE_URL = (
     env_url("FLAMEDECK_BASE_URL", ("http", "https")) or "http://127.0.0.1:8000"

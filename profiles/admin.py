@@ -21,6 +21,22 @@ class CommentInline(admin.TabularInline):
     readonly_fields = ["author", "created_at"]
 
 
+@admin.register(Comment)
+class CommentAdmin(admin.ModelAdmin):
+    """Any comment, to read or remove (the capture page lets host admins and staff
+    remove one too)."""
+
+    list_display = ["id", "capture", "author", "created_at", "short_body"]
+    list_filter = ["created_at"]
+    search_fields = ["body", "author__username", "capture__id"]
+    raw_id_fields = ["capture", "author"]
+    readonly_fields = ["created_at"]
+
+    @admin.display(description="Comment")
+    def short_body(self, comment: Comment) -> str:
+        return comment.body[:80]
+
+
 @admin.register(Capture)
 class CaptureAdmin(admin.ModelAdmin):
     list_display = ["id", "kind", "status", "host", "pid", "run", "duration", "rate", "queued_at"]

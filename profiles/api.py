@@ -7,6 +7,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from config.api_fields import IdField, PidField, StrictIntegerField
+from config.middleware import refusal
 from config.params import ID_MAX, parse_id, parse_int, query_ids, query_int
 from runs.api import api
 from runs.models import Host, Run, RunProcess
@@ -14,6 +15,7 @@ from runs.models import Host, Run, RunProcess
 from . import api_schema as schema
 from . import group_selectors, jobs, redact, selectors, services
 from .models import Capture, CaptureGroup
+from .uploads import UploadTooLarge
 
 
 class PySpySettingsSerializer(serializers.Serializer):
@@ -216,9 +218,12 @@ def capture_import(request):
     run = None
     if request.data.get("run"):
         run = get_object_or_404(Run, pk=parse_id(request.data["run"], name="run"))
-    capture = services.capture_import(
-        user=request.user, file=upload, log=request.FILES.get("log"), run=run, enqueue=True
-    )
+    try:
+        capture = services.capture_import(
+            user=request.user, file=upload, log=request.FILES.get("log"), run=run, enqueue=True
+        )
+    except UploadTooLarge as exc:
+        return refusal(request, str(exc), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     body = {"id": capture.pk, "status": capture.status, "error": capture.error}
     return Response(body, status=status.HTTP_201_CREATED)
 

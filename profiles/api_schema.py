@@ -246,6 +246,14 @@ class RetrySerializer(s.Serializer):
     due_at = s.DateTimeField(help_text="When the next attempt starts.")
 
 
+class AnalysisUsageSerializer(s.Serializer):
+    time_limit_s = s.FloatField(help_text="The analysis time limit it ran under.")
+    memory_mb = s.IntegerField(help_text="The analysis memory limit it ran under.")
+    seconds = s.FloatField(required=False, help_text="Seconds it took (when it finished).")
+    peak_mb = s.FloatField(required=False, help_text="Peak RSS of its process, MB.")
+    stopped = s.BooleanField(required=False, help_text="A limit stopped it (docs/limits.md).")
+
+
 class ProgressSerializer(s.Serializer):
     sampling = s.BooleanField(required=False, help_text="py-spy has started sampling.")
     elapsed_s = s.FloatField(required=False, help_text="Seconds sampled so far.")
@@ -266,6 +274,7 @@ class ProgressSerializer(s.Serializer):
         required=False, help_text="py-spy left the process stopped; it was sent SIGCONT."
     )
     retry = RetrySerializer(required=False, help_text="While a retry waits.")
+    analysis = AnalysisUsageSerializer(required=False, help_text="The last analysis's budget.")
 
 
 class CaptureRowSerializer(s.Serializer):

@@ -7,6 +7,8 @@ class ProfilesConfig(AppConfig):
     verbose_name = "Profiles and captures"
 
     def ready(self) -> None:
+        # Registers the Celery tasks in every process: `enqueue` sends them by name.
+        from . import tasks, watch_tasks  # noqa: F401
         from .defaults import defaults_ensure
         from .group_report import capture_ended_received
         from .signals import capture_analysed, capture_ended

@@ -2,7 +2,8 @@
 raw samples and py-spy's log (gzip, stored before anything parses them), the flamegraph
 tree, per-thread tables and the export in the other download format.
 
-Uploads stream from disk into storage block by block, never whole into memory.
+Uploads stream from disk into storage block by block, never whole into memory
+(profiles.uploads bounds what they inflate to).
 """
 
 import gzip
@@ -12,21 +13,24 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from django.core.files.base import ContentFile, File
 
 from profiles import pyspy
 
 from .models import Capture
+from .uploads import PreparedUpload
 
 
 def gz(data: bytes) -> ContentFile:
     return ContentFile(gzip.compress(data, compresslevel=6))
 
 
-GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1024 * 1024
+# py-spy writes a line a second at most: a real log is a few KB. A crafted one is
+# read this far and no further, never inflated whole.
+LOG_READ_BYTES = 16 * 1024 * 1024
 
 
 def _sample_format(head: bytes, kind: str) -> tuple[str, str]:
@@ -38,57 +42,17 @@ def _sample_format(head: bytes, kind: str) -> tuple[str, str]:
     return "raw", "samples.txt.gz"
 
 
-def _gzip_to_temp(source: IO[bytes]) -> tuple[IO[bytes], bytes, int]:
-    """Stream `source` into a gzip temp file, block by block; (file, head, size).
-
-    A source that is gzip already (an uploaded .gz) is kept as it is, not compressed
-    again: its head and size are read by streaming it through the decompressor."""
-    first = source.read(CHUNK)
-    out = tempfile.TemporaryFile()
-    if first[:2] == GZIP_MAGIC:
-        out.write(first)
-        shutil.copyfileobj(source, out, CHUNK)
-        out.seek(0)
-        head, size = _gunzip_head_and_size(out)
-    else:
-        head, size = first[:4096], 0
-        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6) as gz:
-            block = first
-            while block:
-                size += len(block)
-                gz.write(block)
-                block = source.read(CHUNK)
-    out.seek(0)
-    return out, head, size
-
-
-def _gunzip_head_and_size(fh: IO[bytes]) -> tuple[bytes, int]:
-    head, size = b"", 0
-    try:
-        with gzip.GzipFile(fileobj=fh) as gz:
-            while block := gz.read(CHUNK):
-                head = head or block[:4096]
-                size += len(block)
-    except (OSError, EOFError):
-        pass  # truncated or corrupt: stored anyway, and the parser names the problem
-    fh.seek(0)
-    return head, size
-
-
 def capture_store_upload(
-    *, capture: Capture, samples: IO[bytes], log: IO[bytes] | None = None
+    *, capture: Capture, samples: PreparedUpload, log: PreparedUpload | None = None
 ) -> None:
-    """Keep uploaded samples (and log) from streams, never whole in memory."""
-    samples.seek(0)
-    stored, head, size = _gzip_to_temp(samples)
-    with stored:
-        fmt, name = _sample_format(head, capture.kind)
+    """Keep uploaded samples (and log), prepared by `uploads.upload_prepare`."""
+    with samples.file as stored:
+        fmt, name = _sample_format(samples.head, capture.kind)
         replace_file(capture.raw_file, name, File(stored, name=name))
-    capture.raw_format, capture.raw_size = fmt, size
+    capture.raw_format, capture.raw_size = fmt, samples.size
     fields = ["raw_file", "raw_format", "raw_size"]
     if log is not None:
-        log.seek(0)
-        with _gzip_to_temp(log)[0] as stored_log:
+        with log.file as stored_log:
             replace_file(capture.log_file, "py-spy.log.gz", File(stored_log, name="py-spy.log.gz"))
         fields.append("log_file")
     capture.save(update_fields=fields)
@@ -131,10 +95,11 @@ def capture_delete_files(*, capture: Capture) -> None:
 
 
 def read_log(capture: Capture) -> str | None:
+    """py-spy's log as text: its first LOG_READ_BYTES at most."""
     if not capture.log_file:
         return None
-    with capture.log_file.open("rb") as fh:
-        return gzip.decompress(fh.read()).decode("utf-8", "replace")
+    with capture.log_file.open("rb") as fh, gzip.GzipFile(fileobj=fh) as log:
+        return log.read(LOG_READ_BYTES).decode("utf-8", "replace")
 
 
 def read_flamegraph(capture: Capture) -> dict[str, Any] | None:
@@ -193,7 +158,7 @@ class local_copy:
         except NotImplementedError:
             self.tmp = tempfile.NamedTemporaryFile(suffix=Path(self.field.name).name)
             with self.field.open("rb") as fh:
-                self.tmp.write(fh.read())
+                shutil.copyfileobj(fh, self.tmp, CHUNK)
             self.tmp.flush()
             return self.tmp.name
 

@@ -1,22 +1,35 @@
-"""The one seam where the request side hands work to Celery, once the rows commit.
+"""The one seam where work is handed to Celery: by the request side once the rows
+commit, and by a capture task handing its samples to the analysis queue.
 
-Services call these; nothing here imports services, so the capture path reads one
-way (services -> enqueue -> tasks). Sending after commit means a worker never looks
-for a row that is not there yet.
+Services and tasks call these; nothing here imports either (tasks are found by name
+in the app's registry), so the capture path reads one way (services -> enqueue ->
+tasks). Sending after commit means a worker never looks for a row that is not there
+yet.
 """
 
 import logging
 from collections import defaultdict
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import broker, tasks, watch_tasks
+from . import broker
 from .models import Capture, CaptureGroup
 from .states import capture_mark_failed
 
 log = logging.getLogger(__name__)
+RUN_CAPTURE = "profiles.tasks.run_capture"
+RUN_HOST_CAPTURES = "profiles.tasks.run_host_captures"
+ANALYZE_CAPTURE = "profiles.tasks.analyze_capture"
+JUDGE_CAPTURE = "profiles.watch_tasks.judge_capture"
+
+
+def _task(name: str):
+    """A task of profiles.tasks or profiles.watch_tasks by name (as routed in
+    CELERY_TASK_ROUTES)."""
+    return current_app.tasks[name]
 
 
 def _unsent(capture_ids: list[int], exc: broker.QueueUnavailable) -> None:
@@ -32,7 +45,7 @@ def capture_enqueue(*, capture: Capture, countdown: float = 0) -> bool:
     bound = capture.duration + settings.FLAMEDECK_CAPTURE_MARGIN_S
     limits = {"soft_time_limit": bound + 30, "time_limit": bound + 60}
     try:
-        broker.send(tasks.run_capture, args=[capture.pk], countdown=countdown or None, **limits)
+        broker.send(_task(RUN_CAPTURE), args=[capture.pk], countdown=countdown or None, **limits)
     except broker.QueueUnavailable as exc:
         _unsent([capture.pk], exc)
         return False
@@ -49,13 +62,22 @@ def analysis_enqueue(*, capture_id: int) -> None:
     """Send a capture whose samples are stored to the analysis queue. A broker that
     cannot be reached leaves it parsing: the reaper sends it again later."""
     try:
-        broker.send(tasks.analyze_capture, args=[capture_id])
+        broker.send(_task(ANALYZE_CAPTURE), args=[capture_id])
     except broker.QueueUnavailable as exc:
         log.warning("capture %s stays parsing until the reaper re-sends it: %s", capture_id, exc)
 
 
 def analysis_enqueue_on_commit(*, capture_id: int) -> None:
     transaction.on_commit(lambda: analysis_enqueue(capture_id=capture_id), robust=True)
+
+
+def analysis_backlog() -> bool:
+    """Whether analysis messages wait in their queue (True also when the broker cannot
+    say: a capture is then left as it is rather than sent again)."""
+    try:
+        return broker.waiting(settings.FLAMEDECK_ANALYSIS_QUEUE) > 0
+    except broker.QueueUnavailable:
+        return True
 
 
 def group_enqueue(*, group: CaptureGroup) -> None:
@@ -65,7 +87,7 @@ def group_enqueue(*, group: CaptureGroup) -> None:
         by_host[host_id].append(capture_id)
     for host_id, capture_ids in by_host.items():
         try:
-            broker.send(tasks.run_host_captures, args=[group.pk, host_id, capture_ids])
+            broker.send(_task(RUN_HOST_CAPTURES), args=[group.pk, host_id, capture_ids])
         except broker.QueueUnavailable as exc:
             _unsent(capture_ids, exc)
             continue
@@ -80,7 +102,7 @@ def judge_enqueue(*, capture_id: int) -> None:
     """Judge a done capture against the watches of its rank (analysis queue). A broker
     that cannot be reached skips it: the capture stays unjudged, nothing is lost."""
     try:
-        broker.send(watch_tasks.judge_capture, args=[capture_id])
+        broker.send(_task(JUDGE_CAPTURE), args=[capture_id])
     except broker.QueueUnavailable as exc:
         log.warning("capture %s is not judged against its watches: %s", capture_id, exc)
 

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from config.form_fields import StrictModelChoiceField
 from runs.models import Run
 
-from .models import KeywordSet
+from .models import KeywordSet, keyword_text_problem
 
 
 class CommentForm(forms.Form):
@@ -54,6 +54,9 @@ class KeywordSetForm(forms.ModelForm):
             category, sep, keyword = line.partition(":")
             if not sep or not category.strip() or not keyword.strip():
                 raise ValidationError(f"Line {number}: expected `category: keyword`, got {line!r}")
+            problem = keyword_text_problem(category.strip(), keyword.strip())
+            if problem:
+                raise ValidationError(f"Line {number}: {problem}")
             pairs.append((category.strip(), keyword.strip()))
         if not pairs:
             raise ValidationError("A keyword set needs at least one keyword.")

@@ -1,13 +1,16 @@
 """Captures (one py-spy record or dump), keyword sets, and the team's comments."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
 
 from config.params import pid_validators
+from profiles.pyspy import keyword_problem
 from runs.models import Host, Run, RunProcess, Tag
 
 from .artifacts import artifact_storage
+from .comment_html import render_comment
 
 
 class KeywordSet(models.Model):
@@ -28,17 +31,34 @@ class KeywordSet(models.Model):
         return reverse("profiles:keywordset_detail", args=[self.pk])
 
 
+def keyword_text_problem(category: str, keyword: str) -> str | None:
+    """Why a keyword cannot be saved (too long, or refused by the engine: an invalid or
+    catastrophically backtracking `re:` pattern, one matching every name), or None."""
+    if len(category) > Keyword.CATEGORY_MAX:
+        return f"a category has at most {Keyword.CATEGORY_MAX} characters"
+    if len(keyword) > Keyword.KEYWORD_MAX:
+        return f"a keyword has at most {Keyword.KEYWORD_MAX} characters"
+    return keyword_problem(keyword)
+
+
 class Keyword(models.Model):
+    KEYWORD_MAX = 200
+    CATEGORY_MAX = 50
     keyword_set = models.ForeignKey(KeywordSet, on_delete=models.CASCADE, related_name="keywords")
     position = models.PositiveIntegerField(default=0)
-    keyword = models.CharField(max_length=200)
-    category = models.CharField(max_length=50)
+    keyword = models.CharField(max_length=KEYWORD_MAX)
+    category = models.CharField(max_length=CATEGORY_MAX)
 
     class Meta:
         ordering = ["position", "id"]
 
     def __str__(self) -> str:
         return f"{self.category}: {self.keyword}"
+
+    def clean(self) -> None:
+        problem = keyword_problem(self.keyword)
+        if problem:
+            raise ValidationError({"keyword": problem})
 
 
 class CaptureGroup(models.Model):
@@ -86,7 +106,8 @@ class Capture(models.Model):
         done     → parsing            (re-analysis with another keyword set)
         failed   → parsing            (re-analysis when the raw file was kept)
     Imports are created at parsing. A worker claims a queued capture with a conditional
-    UPDATE, so a redelivered message never starts a second sampler.
+    UPDATE, so a redelivered message never starts a second sampler; the analysis of a
+    parsing capture is claimed the same way, so it runs once per hand-over.
     """
 
     class Kind(models.TextChoices):
@@ -166,6 +187,12 @@ class Capture(models.Model):
     # re-sent it: a queued capture whose message never arrived is re-sent or failed.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     resends = models.PositiveSmallIntegerField(default=0)
+    # The analysis of a parsing capture is claimed with a conditional UPDATE that sets
+    # `analysis_started_at` (the claim's token; cleared at every hand-over to parsing),
+    # so a second delivery of the same capture is a no-op; `analysis_attempts` counts
+    # claims since the hand-over, and the reaper gives up on one that keeps dying.
+    analysis_started_at = models.DateTimeField(null=True, blank=True)
+    analysis_attempts = models.PositiveSmallIntegerField(default=0)
     note = models.TextField(blank=True, help_text="Non-fatal remarks, e.g. the process exited.")
     # data (raw and log are stored gzip-compressed)
     raw_file = models.FileField(
@@ -247,11 +274,16 @@ class Capture(models.Model):
 
 
 class Comment(models.Model):
-    """A team member's note on a capture, optionally pinned to one frame."""
+    """A team member's note on a capture, optionally pinned to one frame.
+
+    `body_html` is the Markdown `body` rendered and sanitised when the comment is
+    saved (profiles.comment_html), so showing a page never parses Markdown.
+    """
 
     capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="comments")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     body = models.TextField()
+    body_html = models.TextField(blank=True, editable=False)
     frame = models.CharField(max_length=1000, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -261,6 +293,13 @@ class Comment(models.Model):
 
     def __str__(self) -> str:
         return f"Comment by {self.author} on #{self.capture_id}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.body_html = render_comment(self.body)
+        fields = kwargs.get("update_fields")
+        if fields is not None and "body" in fields:
+            kwargs["update_fields"] = {*fields, "body_html"}
+        super().save(*args, **kwargs)
 
 
 class Artifact(models.Model):

@@ -1,14 +1,11 @@
 """The worker side of a capture: run py-spy through the remote seam, keep its raw
 output and log, then analyse them with the engine.
 
-Raw output and log are stored before parsing, so a parse failure loses nothing.
+Raw output and log are stored before parsing, so a parse failure loses nothing; the
+analysis itself is in profiles.analysis.
 """
 
-import gzip
-import json
 import logging
-import os
-import re
 import socket
 import time
 from typing import Any
@@ -17,22 +14,18 @@ from django.conf import settings
 from django.utils import timezone
 
 from profiles import pyspy
-from profiles.pyspy.findings import capture_threads, pool, step_threads
 from runs import gpu, remote
 from runs.services import host_target
 
-from .capture_files import (
-    capture_store_outputs,
-    export_bytes,
-    gz,
-    local_copy,
-    read_log,
-    replace_file,
-    store_export,
-)
-from .models import Capture, KeywordSet
+# Re-exported: the worker side and tests analyse as `pipeline.capture_analyze*`.
+from .analysis import StateRulesError as StateRulesError
+from .analysis import capture_analyze as capture_analyze
+from .analysis import capture_analyze_stored as capture_analyze_stored
+from .analysis import keywords_for as keywords_for
+from .analysis import state_rules_configured as state_rules_configured
+from .capture_files import capture_store_outputs
+from .models import Capture
 from .record_notes import native_failure, record_note
-from .signals import capture_analysed
 from .states import (
     Status,
     capture_claim,
@@ -48,150 +41,6 @@ SAMPLING_LINE = "py-spy> Sampling process"  # py-spy's first line: it samples fr
 
 def worker_name() -> str:
     return socket.gethostname()
-
-
-def keywords_for(keyword_set: KeywordSet | None) -> tuple[pyspy.Keyword, ...]:
-    if keyword_set is None:
-        return tuple(pyspy.GPU_KEYWORDS)
-    return tuple(pyspy.Keyword(k.keyword, k.category) for k in keyword_set.keywords.all())
-
-
-def capture_analyze(*, capture: Capture, final: str = Status.DONE) -> None:
-    """Parse the stored raw file with the engine; store stats and the flamegraph tree.
-
-    Ends in `final` (done, or cancelled for a cancelled record), or failed with the
-    parser's reason; the raw file and log stay either way.
-    """
-    Capture.objects.filter(pk=capture.pk).update(heartbeat_at=timezone.now())
-    try:
-        _analyze_and_store(capture)
-    except StateRulesError as exc:
-        reason = str(exc)
-    except pyspy.ProfileError as exc:
-        reason = f"Could not parse py-spy's output: {exc}."
-    except Exception as exc:  # whatever it is, the capture must not stay in "parsing"
-        log.exception("capture %s: analysis failed", capture.pk)
-        reason = _analysis_failure(exc)
-    else:
-        capture_transition(capture_id=capture.pk, to=final)
-        capture_analysed.send_robust(sender=Capture, capture_id=capture.pk, status=final)
-        return
-    message = f"{reason} The raw file and log are kept."
-    capture_mark_failed(capture_id=capture.pk, cause="parse", message=message)
-
-
-def _analysis_failure(exc: Exception) -> str:
-    if isinstance(exc, OverflowError) or re.search(r"\b(nan|inf|infinity)\b", str(exc), re.I):
-        return (
-            "Could not parse py-spy's output: it holds a number that is not finite "
-            "(Infinity or NaN), which py-spy never writes."
-        )
-    return f"Could not analyse py-spy's output ({type(exc).__name__}: {str(exc)[:300]})."
-
-
-def _analyze_and_store(capture: Capture) -> None:
-    if capture.raw_format == "dump":
-        stats, tree, tables, export = _analyze_dump(capture), None, None, None
-    else:
-        stats, tree, tables, export = _analyze_samples(capture)
-    # JSON has no NaN or Infinity (PostgreSQL refuses them): a non-finite number from
-    # a crafted file is a parse failure here, not a database error later.
-    stats_json = json.dumps(stats, allow_nan=False)
-    for field, name, data in (
-        (capture.flamegraph_file, "flamegraph.json.gz", tree),
-        (capture.threads_file, "threads.json.gz", tables),
-    ):
-        if data is not None:
-            replace_file(field, name, gz(json.dumps(data, allow_nan=False).encode()))
-        elif field:
-            field.delete(save=False)
-    store_export(capture, export)
-    capture.stats = json.loads(stats_json)
-    lag = capture.stats.get("lag") or {}
-    if capture.kind == Capture.Kind.IMPORT and lag.get("requested_rate"):
-        # An import's settings are only known from its log; say what py-spy was asked.
-        capture.rate = lag["requested_rate"]
-        capture.duration = lag.get("requested_duration_s") or capture.duration
-    fields = ["stats", "flamegraph_file", "threads_file", "export_file", "rate", "duration"]
-    capture.save(update_fields=fields)
-
-
-def _analyze_samples(
-    capture: Capture,
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], bytes]:
-    if not capture.raw_file:
-        raise pyspy.ProfileError("py-spy wrote no samples")
-    keywords = keywords_for(capture.keyword_set)
-    options = pyspy.AnalysisOptions(
-        keywords=keywords,
-        max_nodes=settings.FLAMEDECK_FLAMEGRAPH_NODES,
-        state_rules=state_rules_configured(),
-        library=capture.run.library_entries if capture.run_id else (),
-        # py-spy's --gil keeps only the GIL holder: blocked threads are missing then too.
-        idle=capture.idle and not capture.gil if capture.kind == Capture.Kind.RECORD else None,
-    )
-    with local_copy(capture.raw_file) as path:
-        profile = pyspy.read_profile(path)
-    stats = dict(pyspy.analyze(profile, options, log_text=read_log(capture)))
-    names = capture.run.step_thread_names if capture.run_id else ()
-    if names:  # the run says which threads step
-        stats["findings"] = pyspy.findings_for_capture(stats, names)
-    stats["step_threads"] = _step_threads(stats, names)
-    tree = stats.pop("flamegraph")
-    tables = dict(pyspy.thread_tables(profile, keywords, options=options, lag=stats.get("lag")))
-    title = f"capture #{capture.pk} {capture.target_label}"  # speedscope shows it
-    return stats, tree, tables, export_bytes(profile, capture.raw_format, name=title)
-
-
-def _step_threads(stats: dict[str, Any], names: Any) -> dict[str, Any]:
-    """The threads the findings judged and their states added up, stored so the page
-    shows them as the headline (not guessed again when it is viewed)."""
-    chosen = step_threads(capture_threads(stats), names)
-    pooled = pool(chosen.threads)
-    states = [
-        {"state": state, "samples": n, "percent": round(100 * n / pooled.samples, 2)}
-        for state in pyspy.STATES
-        if (n := pooled.states.get(state, 0))
-    ]
-    return {
-        "tids": [str(t["tid"]) for t in chosen.threads],
-        "names": [t["name"] or str(t["tid"]) for t in chosen.threads],
-        "detected_by": chosen.detected_by,
-        "samples": pooled.samples,
-        "states": states,
-    }
-
-
-class StateRulesError(Exception):
-    """FLAMEDECK_STATE_RULES names a file the engine cannot use (the message says why)."""
-
-
-_STATE_RULES: dict[tuple[str, float], pyspy.StateRules] = {}
-
-
-def state_rules_configured() -> pyspy.StateRules | None:
-    """The rules of FLAMEDECK_STATE_RULES (reloaded when the file changes), or None."""
-    path = settings.FLAMEDECK_STATE_RULES
-    if not path:
-        return None
-    try:
-        key = (path, os.stat(path).st_mtime)
-        if key not in _STATE_RULES:
-            _STATE_RULES.clear()
-            _STATE_RULES[key] = pyspy.load_state_rules(path)
-    except OSError as exc:
-        reason = f"cannot read it ({exc.strerror})"
-        raise StateRulesError(f"FLAMEDECK_STATE_RULES={path}: {reason}.") from None
-    except pyspy.ProfileError as exc:
-        raise StateRulesError(f"FLAMEDECK_STATE_RULES cannot be used: {exc}.") from None
-    return _STATE_RULES[key]
-
-
-def _analyze_dump(capture: Capture) -> dict[str, Any]:
-    with capture.raw_file.open("rb") as fh:
-        text = gzip.decompress(fh.read()).decode("utf-8", "replace")
-    threads = pyspy.parse_dump(text)
-    return {"format": "dump", "dump_threads": threads, "total_samples": 0}
 
 
 def live_progress(
@@ -291,20 +140,6 @@ def capture_execute(*, capture_id: int, analyze: bool = True) -> str:
     if status == Status.PARSING and analyze:
         return capture_analyze_stored(capture_id=capture_id)
     return status
-
-
-def capture_analyze_stored(*, capture_id: int) -> str:
-    """Parse a capture whose samples are stored (status parsing); the analysis task.
-
-    A cancelled record keeps its samples and ends cancelled once they are parsed.
-    """
-    capture = Capture.objects.filter(pk=capture_id, status=Status.PARSING).first()
-    if capture is None:
-        log.info("capture %s is not waiting for analysis; skipping", capture_id)
-        return "skipped"
-    final = Status.CANCELLED if capture.cancel_requested else Status.DONE
-    capture_analyze(capture=capture, final=final)
-    return Capture.objects.get(pk=capture_id).status
 
 
 def capture_refusal(capture: Capture) -> tuple[str, str] | None:

@@ -16,11 +16,12 @@ from django.utils import timezone
 from config.params import PID_MAX
 from runs import remote
 from runs.models import Host, Run, RunProcess, Tag
+from runs.permissions import can_remove_any_comment
 from runs.services import LOCAL_OFF, host_target
 
 from . import pipeline
 from .capture_files import capture_delete_files, capture_store_upload
-from .enqueue import analysis_enqueue_on_commit, capture_enqueue_on_commit
+from .enqueue import analysis_backlog, analysis_enqueue_on_commit, capture_enqueue_on_commit
 from .models import Capture, CaptureGroup, Comment, KeywordSet
 from .states import (  # noqa: F401 — re-exported: the state machine's public names
     CaptureConflict,
@@ -31,6 +32,7 @@ from .states import (  # noqa: F401 — re-exported: the state machine's public 
     capture_mark_failed,
     capture_transition,
 )
+from .uploads import PreparedUpload, UploadTooLarge, upload_prepare
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +163,16 @@ def capture_import(
     """Store an uploaded raw/speedscope file (plain or gzip) and py-spy's log, then
     analyse it: on the analysis worker with `enqueue=True` (the web page and the API),
     else here (the CLI, tests). Uploads stream from disk into storage, never whole into
-    memory, and are kept even when parsing fails, so nothing uploaded is lost.
+    memory, and are kept even when parsing fails, so nothing uploaded is lost. One
+    that inflates past FLAMEDECK_MAX_UPLOAD_MB raises UploadTooLarge before any row
+    or file is written.
     """
+    samples = _prepared(file, "the samples")
+    try:
+        prepared_log = _prepared(log, "the log") if log is not None else None
+    except UploadTooLarge:
+        samples.file.close()
+        raise
     capture = Capture.objects.create(
         kind=Capture.Kind.IMPORT,
         run=run,
@@ -174,8 +184,17 @@ def capture_import(
         rate=0,
         keyword_set=KeywordSet.objects.filter(is_default=True).first(),
     )
-    capture_store_upload(capture=capture, samples=file, log=log)
+    capture_store_upload(capture=capture, samples=samples, log=prepared_log)
     return _analyze(capture=capture, enqueue=enqueue)
+
+
+def _prepared(upload: UploadedFile, label: str) -> PreparedUpload:
+    from django.conf import settings
+
+    upload.seek(0)
+    name = f"{label} ({(upload.name or 'upload')[:100]})"
+    limit = settings.FLAMEDECK_MAX_UPLOAD_MB * 1024 * 1024
+    return upload_prepare(upload, limit_bytes=limit, label=name)
 
 
 def _analyze(*, capture: Capture, enqueue: bool) -> Capture:
@@ -266,23 +285,60 @@ def comment_update(*, comment: Comment, editor: AbstractBaseUser, body: str) -> 
 
 
 def comment_delete(*, comment: Comment, user: AbstractBaseUser) -> None:
-    if comment.author_id != user.pk:
-        raise PermissionDenied("You can delete only your own comments.")
+    """Its author, a host admin or staff removes a comment."""
+    if comment.author_id != user.pk and not can_remove_any_comment(user):
+        raise PermissionDenied(
+            "You can delete only your own comments (host admins and staff remove any)."
+        )
     comment.delete()
 
 
+MAX_ANALYSIS_ATTEMPTS = 3
+
+
 def capture_analysis_resend(*, cutoff: Any) -> int:
-    """Send stale parsing captures to the analysis queue again (each once per timeout)."""
+    """Send stale parsing captures to the analysis queue again (each once per timeout).
+
+    Analyses heartbeat while they run, so a stale one was claimed by a worker that died
+    (killed, e.g. by the kernel for memory) or was never claimed (its message lost, or
+    waiting behind a backlog: then nothing is sent while the queue holds messages).
+    One whose analysis was started MAX_ANALYSIS_ATTEMPTS times fails instead, so a
+    file that kills workers occupies them a few times, not forever. A capture that
+    failed on an analysis limit is failed already and never comes back here.
+    """
     stale = Capture.objects.filter(status=Status.PARSING, heartbeat_at__lt=cutoff)
+    rows = list(stale.values_list("pk", "analysis_started_at", "analysis_attempts"))
+    backlog = any(claim is None for _, claim, _ in rows) and analysis_backlog()
     resent = 0
-    for capture_id in stale.values_list("pk", flat=True):
-        # The heartbeat bump claims the re-send, so two reapers never both send it.
-        claimed = Capture.objects.filter(
-            pk=capture_id, status=Status.PARSING, heartbeat_at__lt=cutoff
-        ).update(heartbeat_at=timezone.now())
-        if claimed:
-            analysis_enqueue_on_commit(capture_id=capture_id)
-            resent += 1
+    for capture_id, claim, attempts in rows:
+        if claim is not None and attempts >= MAX_ANALYSIS_ATTEMPTS:
+            _analysis_lost(capture_id, attempts, cutoff)
+        elif claim is not None or not backlog:
+            resent += _analysis_resend_one(capture_id, cutoff)
     if resent:
         log.warning("sent %d parsing capture(s) to the analysis queue again", resent)
     return resent
+
+
+def _analysis_resend_one(capture_id: int, cutoff: Any) -> int:
+    # The heartbeat bump claims the re-send, so two reapers never both send it; the
+    # cleared claim lets the new message's analysis take the capture.
+    claimed = Capture.objects.filter(
+        pk=capture_id, status=Status.PARSING, heartbeat_at__lt=cutoff
+    ).update(heartbeat_at=timezone.now(), analysis_started_at=None)
+    if claimed:
+        analysis_enqueue_on_commit(capture_id=capture_id)
+    return claimed
+
+
+def _analysis_lost(capture_id: int, attempts: int, cutoff: Any) -> None:
+    message = (
+        f"Analysis lost: it was started {attempts} times and its worker stopped each time "
+        "without a word (killed, e.g. by the kernel for memory, or its machine went down). "
+        "The raw file and log are kept; re-analyse it once the workers are healthy."
+    )
+    failed = Capture.objects.filter(pk=capture_id, status=Status.PARSING, heartbeat_at__lt=cutoff)
+    if failed.update(
+        status=Status.FAILED, error=message, error_cause="analysis_lost", finished_at=timezone.now()
+    ):
+        log.warning("capture %s: %s", capture_id, message)

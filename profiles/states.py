@@ -8,7 +8,7 @@ each other. `profiles.services` re-exports these names.
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from runs import remote
@@ -33,6 +33,8 @@ def capture_transition(*, capture_id: int, to: str, **fields: Any) -> bool:
         raise IllegalTransition(f"no status leads to {to}")
     if to in Capture.FINAL:
         fields.setdefault("finished_at", timezone.now())
+    if to == Status.PARSING:  # a hand-over: its analysis is yet to be claimed
+        fields.update(analysis_started_at=None, analysis_attempts=0)
     moved = bool(
         Capture.objects.filter(pk=capture_id, status__in=sources).update(status=to, **fields)
     )
@@ -53,6 +55,43 @@ def capture_claim(*, capture_id: int, worker: str) -> bool:
             attempts=F("attempts") + 1,
         )
     )
+
+
+def capture_claim_analysis(*, capture_id: int, stale_before: Any) -> Any:
+    """Claim a parsing capture's analysis; the claim's token (its time), or None when
+    another analysis holds it (claimed, with a heartbeat newer than `stale_before`)
+    or it is not parsing any more. A second delivery of one capture is thus a no-op."""
+    now = timezone.now()
+    unclaimed = Q(analysis_started_at__isnull=True) | Q(heartbeat_at__lt=stale_before)
+    claimed = Capture.objects.filter(unclaimed, pk=capture_id, status=Status.PARSING).update(
+        analysis_started_at=now, heartbeat_at=now, analysis_attempts=F("analysis_attempts") + 1
+    )
+    return now if claimed else None
+
+
+def capture_analysis_beat(*, capture_id: int, claim: Any) -> bool:
+    """The running analysis's heartbeat; False once its claim is no longer the capture's."""
+    return bool(
+        Capture.objects.filter(
+            pk=capture_id, status=Status.PARSING, analysis_started_at=claim
+        ).update(heartbeat_at=timezone.now())
+    )
+
+
+def capture_analysis_finish(*, capture_id: int, claim: Any, to: str, **fields: Any) -> bool:
+    """End a claimed analysis in `to` (done, failed, cancelled); only its claim's holder
+    may. Done clears the error of an earlier failure (the capture is fine now)."""
+    if to == Status.DONE:
+        fields.update(error="", error_cause="", error_detail="")
+    fields.setdefault("finished_at", timezone.now())
+    moved = bool(
+        Capture.objects.filter(
+            pk=capture_id, status=Status.PARSING, analysis_started_at=claim
+        ).update(status=to, **fields)
+    )
+    if moved:  # every final status goes out as capture_transition sends it
+        capture_ended.send_robust(sender=Capture, capture_id=capture_id, status=to)
+    return moved
 
 
 def capture_mark_failed(*, capture_id: int, cause: str, message: str, **fields: Any) -> bool:

@@ -2,7 +2,8 @@
 
 Capturing is waiting on a remote sampler (capture queue, threads pool); parsing is
 CPU work (analysis queue, prefork pool): a recorded capture is handed to
-`analyze_capture` once its samples are stored. Routing is by task name
+`analyze_capture` (through `enqueue`, like every message) once its samples are
+stored. Routing is by task name
 (CELERY_TASK_ROUTES in config/settings.py). Beat's periodic tasks are in `beat`.
 """
 
@@ -16,6 +17,7 @@ from django.conf import settings
 from runs import remote
 
 from . import group_pipeline, pipeline
+from .enqueue import analysis_enqueue
 from .models import Capture
 from .states import capture_fail_retried, capture_mark_failed, capture_retry_noted
 
@@ -57,7 +59,7 @@ def run_capture(self, capture_id: int) -> str:
         )
         return Capture.Status.FAILED
     if status == Capture.Status.PARSING:
-        analyze_capture.delay(capture_id)
+        analysis_enqueue(capture_id=capture_id)
     return status
 
 
@@ -69,7 +71,7 @@ def run_host_captures(group_id: int, host_id: int, capture_ids: list[int]) -> li
         group_id=group_id, host_id=host_id, capture_ids=capture_ids
     )
     for capture_id in parsing:
-        analyze_capture.delay(capture_id)
+        analysis_enqueue(capture_id=capture_id)
     return parsing
 
 

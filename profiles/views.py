@@ -21,9 +21,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.middleware import refusal
 from config.params import parse_id, query_id, query_page
 from runs.models import Host, Tag
-from runs.permissions import can_launch
+from runs.permissions import can_launch, can_remove_any_comment
 from runs.services import tags_from_text
 from runs.views import launch_context
 
@@ -31,6 +32,7 @@ from . import downloads, redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Comment, Keyword, KeywordSet
 from .selectors import capture_rows
+from .uploads import UploadTooLarge
 
 CAPTURES_PER_PAGE = 50
 CHUNK = 64 * 1024
@@ -166,6 +168,7 @@ def capture_detail(request, pk: int):
         "lag_bad": bool(lag and lag.get("verdict") != "ok" and not lag.get("error")),
         "dump_groups": _dump_groups(stats) if is_dump else [],
         "comments": _comments_for_viewer(capture, request.user),
+        "can_remove_comments": can_remove_any_comment(request.user),
         "tags_text": " ".join(t.name for t in capture.tags.all()),
         "keyword_sets": KeywordSet.objects.all(),
         "ks_mismatch": wanted_ks is not None and wanted_ks != capture.keyword_set_id,
@@ -390,13 +393,16 @@ def capture_import(request):
         request.POST or None, request.FILES or None, initial={"run": query_id(request.GET, "run")}
     )
     if request.method == "POST" and form.is_valid():
-        capture = services.capture_import(
-            user=request.user,
-            file=form.cleaned_data["file"],
-            log=form.cleaned_data["log"],
-            run=form.cleaned_data["run"],
-            enqueue=True,
-        )
+        try:
+            capture = services.capture_import(
+                user=request.user,
+                file=form.cleaned_data["file"],
+                log=form.cleaned_data["log"],
+                run=form.cleaned_data["run"],
+                enqueue=True,
+            )
+        except UploadTooLarge as exc:
+            return refusal(request, str(exc), 413)
         return redirect(capture)
     return render(request, "profiles/capture_import.html", {"form": form})
 

@@ -5,7 +5,8 @@
   import, tag, re-analyse, create runs and attach processes, edit a host's notes;
 - host administrators (`runs.administer_hosts`, group "host admins"; superusers):
   create hosts and change any field that decides what runs where
-  (Host.COMMAND_FIELDS, and the name that registrations refer to).
+  (Host.COMMAND_FIELDS, and the name that registrations refer to); with staff, they
+  may also remove anyone's comment.
 """
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -28,6 +29,12 @@ def can_launch(user: AbstractBaseUser | AnonymousUser) -> bool:
 
 def can_administer_hosts(user: AbstractBaseUser | AnonymousUser | None) -> bool:
     return bool(user and user.is_authenticated and user.has_perm(HOST_ADMIN_PERMISSION))
+
+
+def can_remove_any_comment(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    """Host admins and staff remove any comment (one person's comment must not take
+    a page from everyone until its author deletes it)."""
+    return bool(user and user.is_authenticated and (user.is_staff or can_administer_hosts(user)))
 
 
 def redact_check(check: dict | None, *, local: bool, user) -> dict:

@@ -216,6 +216,7 @@ def test_admin_pages_with_real_and_bad_ids_never_answer_500(world, corpus):
         "profiles/capture",
         "profiles/keywordset",
         "profiles/capturegroup",
+        "profiles/comment",
         "auth/user",
         "runs/tag",
     ):
@@ -526,3 +527,55 @@ def test_page_numbers_form_ids_and_command_options_go_through_the_one_parser(wor
     for ref in [_arabic_indic(host.pk), "²", "-1", str(2**63), f"{host.pk}.0"]:
         with pytest.raises(CommandError, match="no host"):
             call_command("capture", "--host", ref, "--pid", "5")
+
+
+NON_OBJECT_BODIES = {
+    "[]": "not an array",
+    '"s"': "not a string",
+    "null": "not null",
+    "5": "not a number",
+    "true": "not a boolean",
+    json.dumps(list(range(300_000))): "not an array",  # 2 MB
+    "NaN": "not valid JSON",
+    '{"a": Infinity}': "not valid JSON",
+    "{": "not valid JSON",
+    "\xff\xfe": "not valid JSON",
+    "[" * 100_000: "nests too deeply",
+}
+WRITE_METHODS = ["post", "put", "patch", "delete"]
+
+
+def test_every_write_endpoint_refuses_a_json_body_that_is_not_an_object_with_400(world, corpus):
+    urls = [url for route, _ in _routes() if (url := _fill(route, world["ids"], None))]
+    assert any(url.startswith("/api/") for url in urls) and len(urls) >= 30
+    for url in urls:
+        for body, named in NON_OBJECT_BODIES.items():
+            # The big ones by POST only: each method takes the same path through the check.
+            for method in WRITE_METHODS if len(body) < 1000 else ["post"]:
+                persona = "superuser" if method != "post" else "viewer"
+                response = getattr(corpus.clients[persona], method)(
+                    url, data=body, content_type="application/json"
+                )
+                corpus.sent += 1
+                assert response.status_code == 400, (method, url, body[:20], response.status_code)
+                assert named in response.content.decode(), (url, body[:20], response.content)
+
+
+def test_forms_over_djangos_field_and_size_limits_answer_400_or_413_naming_the_limit(
+    world, corpus, settings
+):
+    many_fields = {f"f{i}": "x" for i in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1)}
+    too_big = "a=" + "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+    urls = [url for route, _ in _routes() if (url := _fill(route, world["ids"], None))]
+    for url in [*urls, "/accounts/login/"]:
+        for persona in ("viewer", "anonymous"):
+            client = corpus.clients[persona]
+            response = client.post(url, many_fields)
+            assert response.status_code == 400, (url, response.status_code)
+            assert b"DATA_UPLOAD_MAX_NUMBER_FIELDS" in response.content, url
+            response = client.post(
+                url, data=too_big, content_type="application/x-www-form-urlencoded"
+            )
+            assert response.status_code == 413, (url, response.status_code)
+            assert b"DATA_UPLOAD_MAX_MEMORY_SIZE" in response.content, url
+            corpus.sent += 2

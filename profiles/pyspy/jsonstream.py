@@ -5,6 +5,8 @@ the standard decoder (`value`); long arrays of small items can be read with a re
 straight off the buffer (`match`). Only the unread rest of the current window is
 held, so a 30 MB speedscope file never exists as one string or one object tree.
 Errors read like the json module's: `Expecting value: line 1 column 9 (char 8)`.
+A value decoded whole (`value`) longer than MAX_JSON_VALUE_CHARS is an error too:
+the window never grows past about twice that.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 import re
 from collections.abc import Iterator
 from typing import Any
+
+from .limits import MAX_JSON_VALUE_CHARS
 
 _WS = re.compile(r"[ \t\n\r]*")
 
@@ -77,13 +81,19 @@ class JsonStream:
             try:
                 obj, end = self._decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
+                self._check_length(len(self.buf))
                 if self.more():
                     continue
                 raise self.error(exc.msg, exc.pos) from None
             if len(self.buf) - end < 3 and self.more():
                 continue  # a number may go on in the next piece: `3` + `.5`, `3E` + `+2`
+            self._check_length(end)
             self.pos = end
             return obj
+
+    def _check_length(self, end: int) -> None:
+        if end - self.pos > MAX_JSON_VALUE_CHARS:
+            raise self.error(f"A value longer than {MAX_JSON_VALUE_CHARS} characters")
 
     def match(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
         """`pattern` at the read position, consumed when it matches; None otherwise.

@@ -4,7 +4,8 @@ A keyword is text; its form says how it matches a frame `name (location)`:
 - `TEXT`: the frame text (name and location) contains TEXT (case-sensitive);
 - `=NAME`: the function name (the text before ` (location)`) is exactly NAME;
 - `re:REGEX`: Python regular expression searched in the function name
-  (`re:^pthread_cond_(timed)?wait$`);
+  (`re:^pthread_cond_(timed)?wait$`); one that matches the empty name or can
+  backtrack catastrophically (`re:^(a+)+$`, regex_safety.py) is refused;
 - any of these, then ` under ` and a second one: the frame matches only when its
   direct caller (the frame above it) matches the second. The caller may also be
   the word `python`: a Python frame or a frame of the interpreter itself
@@ -24,6 +25,7 @@ from typing import NamedTuple
 
 from .errors import ProfileError
 from .frames import is_interpreter, is_python, split_location
+from .regex_safety import backtracking_problem
 
 UNDER = " under "
 PYTHON_CALLER = "python"
@@ -93,6 +95,11 @@ def _pattern(whole: str, text: str, caller: bool) -> Pattern:
             raise ProfileError(f"keyword {whole!r}: bad regular expression ({exc})") from None
         if not text[3:] or regex.search(""):
             raise ProfileError(f"keyword {whole!r}: the regular expression matches every name")
+        if problem := backtracking_problem(text[3:]):
+            raise ProfileError(
+                f"keyword {whole!r}: the regular expression can take exponential time on a "
+                f"long frame name ({problem}); write it without that"
+            )
         return Pattern(text[3:], "regex", regex)
     if text.startswith("="):
         if not text[1:].strip():

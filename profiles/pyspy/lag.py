@@ -17,27 +17,32 @@ Verdict: "ok" when py-spy never reported falling behind; once it did,
 or errors exceed 10% of samples + errors, otherwise "degraded".
 recommended_rate = floor(R * fraction * 0.8) (20% headroom), at least 1 and always
 below R once py-spy fell behind (None when the log lacks the first line).
+A line longer than MAX_LOG_LINE_CHARS is not py-spy's and is ignored, and numbers
+are read with bounded repeats, so a crafted log costs time linear in its size.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import re
+from collections.abc import Iterable
 
+from .limits import MAX_LOG_LINE_CHARS
 from .types import LagPoint, LagReport
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r")
-_START = re.compile(r"Sampling process (\d+) times a second(?: for (\d+) seconds)?")
-_BEHIND = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|µs|us|ms|s)\s+behind in sampling")
-_WROTE = re.compile(r"Samples: (\d+) Errors: (\d+)")
+_START = re.compile(r"Sampling process (\d{1,9}) times a second(?: for (\d{1,9}) seconds)?")
+_BEHIND = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,9})?)(ns|µs|us|ms|s)\s{1,8}behind in sampling")
+_WROTE = re.compile(r"Samples: (\d{1,18}) Errors: (\d{1,18})")
 _STOPPED = re.compile(r"Stopped sampling because (.*?)\s*$")
 _ERROR = re.compile(r"^(?:py-spy> )?Error: (.+?)\s*$")
 _UNIT = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 HEADROOM = 0.8
 
 
-def analyze_lag(log_text: str) -> LagReport | None:
-    """Read py-spy's stdout; None when the text holds none of py-spy's lines.
+def analyze_lag(log_text: str | Iterable[str]) -> LagReport | None:
+    """Read py-spy's stdout (text, or its lines); None when it holds none of py-spy's lines.
 
     py-spy's `Error: ...` line (a missing PID, no permission) counts as one of its
     lines: the report then carries it in `error` and the verdict is "unreliable".
@@ -46,8 +51,13 @@ def analyze_lag(log_text: str) -> LagReport | None:
     stop_reason: str | None = None
     error: str | None = None
     behind: list[float] = []
-    for raw_line in _ANSI.sub("", log_text).split("\n"):
-        line = raw_line.strip()
+    # Line by line, never split into one list: a crafted log of short lines costs an
+    # object per line (a 16 MiB log of 10-byte lines was 100 MB as a list).
+    lines = io.StringIO(log_text) if isinstance(log_text, str) else log_text
+    for raw_line in lines:
+        if len(raw_line) > MAX_LOG_LINE_CHARS:
+            continue
+        line = _ANSI.sub("", raw_line).strip()
         if error is None and (m := _ERROR.match(line)) is not None:
             error = m.group(1)
         elif (m := _START.search(line)) is not None:

@@ -11,7 +11,9 @@ Rules, in the order they are applied to each line (line ending `\\n`, `\\r\\n`):
   ends inside the quoted command line) is held, following lines are appended
   with `\\n` until the record has a count and closed quotes (at most 64 lines);
   if it never completes, every held line counts as skipped;
-- a `;` inside a command line is glued back into its process frame.
+- a `;` inside a command line is glued back into its process frame;
+- a line longer than MAX_LINE_CHARS, a frame longer than MAX_FRAME_CHARS or a stack
+  deeper than MAX_STACK_DEPTH (limits.py) is skipped and counted in `skipped_lines`.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .limits import MAX_FRAME_CHARS, MAX_LINE_CHARS, MAX_STACK_DEPTH
 from .profile import Profile, ProfileBuilder
 
 _MAX_HELD = 64
 PROCESS_OPEN = re.compile(r'process \d+:"')
+# A stack this short can hold neither a frame nor a depth past the limits: the fast
+# path takes it without looking at its frames.
+_SHORT = min(MAX_FRAME_CHARS, MAX_STACK_DEPTH)
 
 
 def parse_raw_lines(lines: Iterable[str]) -> Profile:
@@ -40,6 +46,7 @@ def parse_raw_lines(lines: Iterable[str]) -> Profile:
             and num.isascii()
             and len(num) < 19
             and text[0] not in "#p"
+            and len(stack) <= _SHORT
         ):
             add(stack.split(";"), int(num))
             continue
@@ -50,12 +57,16 @@ def parse_raw_lines(lines: Iterable[str]) -> Profile:
 
 def _careful_line(builder: ProfileBuilder, held: list[str], text: str) -> list[str]:
     """Everything the fast path declined; returns the lines still held."""
+    if len(text) > MAX_LINE_CHARS:
+        builder.skipped_lines += len(held) + 1
+        return []
     if held:
         joined = folded_record("\n".join([*held, text]))
         if joined is not None:
-            builder.add(*joined)
+            _add_bounded(builder, joined, len(held) + 1)
             return []
-        if len(held) < _MAX_HELD and not _startsfolded_record(text):
+        room = sum(map(len, held)) + len(text) <= MAX_LINE_CHARS
+        if len(held) < _MAX_HELD and room and not _startsfolded_record(text):
             return [*held, text]
         builder.skipped_lines += len(held)
     if not text.strip():
@@ -65,12 +76,21 @@ def _careful_line(builder: ProfileBuilder, held: list[str], text: str) -> list[s
         return []
     record = folded_record(text)
     if record is not None:
-        builder.add(*record)
+        _add_bounded(builder, record, 1)
         return []
     if PROCESS_OPEN.match(text):
         return [text]
     builder.skipped_lines += 1
     return []
+
+
+def _add_bounded(builder: ProfileBuilder, record: tuple[list[str], int], lines: int) -> None:
+    """Add a record within the limits; otherwise its `lines` count as skipped."""
+    frames, count = record
+    if len(frames) > MAX_STACK_DEPTH or max(map(len, frames)) > MAX_FRAME_CHARS:
+        builder.skipped_lines += lines
+    else:
+        builder.add(frames, count)
 
 
 def _startsfolded_record(text: str) -> bool:

@@ -1,17 +1,20 @@
 """Open what the dashboard stores (maybe gzip, maybe UTF-16) and pick the parser.
 
-Detection looks at the first 64 KiB: a UTF-16 BOM decodes the whole file as
-UTF-16; JSON (`{`/`[`) must be a speedscope document; SVG, `py-spy dump` text
-and py-spy's own log are recognised and refused with a reason; anything else is
+Detection looks at the first 64 KiB: a UTF-16 BOM decodes the file as UTF-16 (as it
+streams, like everything else); JSON (`{`/`[`) must be a speedscope document; SVG,
+`py-spy dump` text and py-spy's own log are recognised and refused with a reason; anything else is
 read as raw collapsed stacks, line by line, with invalid UTF-8 replaced by U+FFFD.
 One rule for NUL: a NUL byte anywhere (not only in the first 64 KiB) refuses the
 file as binary; raw input is checked line by line as it streams. A total beyond
-2^53 samples is refused as implausible (raw and speedscope alike).
+2^53 samples is refused as implausible (raw and speedscope alike). A line is read
+MAX_LINE_CHARS + 1 bytes at most; the rest of a longer one is dropped as it streams
+and the line counts in `skipped_lines` (limits.py).
 """
 
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -19,6 +22,7 @@ from typing import IO
 
 from .errors import ProfileError
 from .jsonstream import JsonError, JsonStream, text_pieces
+from .limits import MAX_LINE_CHARS
 from .profile import Profile
 from .raw import parse_raw_lines
 from .speedscope import Speedscope, parse_speedscope, read_speedscope
@@ -71,7 +75,8 @@ def parse_profile_text(text: str, label: str = "input") -> Profile:
 def _parse_stream(fh: IO[bytes], label: str) -> Profile:
     head = fh.read(_HEAD)
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return parse_profile_text((head + fh.read()).decode("utf-16", "replace"), label)
+        fh.seek(0)
+        return _parse_utf16(fh, label)
     if b"\x00" in head:
         raise ProfileError(_binary(label, f"a NUL byte at offset {head.index(0)}"))
     head_text = head.decode("utf-8", "replace").removeprefix("\ufeff")
@@ -79,23 +84,89 @@ def _parse_stream(fh: IO[bytes], label: str) -> Profile:
     fh.seek(0)
     if head_text.lstrip()[:1] in ("{", "["):
         return _parse_json_bytes(fh, label)
-    profile = parse_raw_lines(_decoded_lines(fh, label))
-    return _checked(profile, label, profile.node_count > 1 or profile.skipped_lines > 0)
+    return _parse_lines(_ByteLines(fh, label))
+
+
+def _parse_lines(lines: _ByteLines | _TextLines) -> Profile:
+    profile = parse_raw_lines(lines)
+    profile.skipped_lines += lines.too_long
+    return _checked(profile, lines.label, profile.node_count > 1 or profile.skipped_lines > 0)
+
+
+def _parse_utf16(fh: IO[bytes], label: str) -> Profile:
+    pieces = _utf16_pieces(fh, label)
+    head = next(pieces, "")
+    _refuse_other_kinds(head, label)
+    text = itertools.chain([head], pieces)
+    if head.lstrip()[:1] in ("{", "["):
+        return _parse_json(text, label)
+    return _parse_lines(_TextLines(text, label))
 
 
 def _binary(label: str, where: str) -> str:
     return f"{label} is binary data (or UTF-16 without a BOM), not py-spy output: {where}"
 
 
-def _decoded_lines(fh: IO[bytes], label: str) -> Iterator[str]:
-    """Lines as text; a NUL byte anywhere refuses the file, as in the first 64 KiB."""
-    first = True
-    for number, line in enumerate(fh, 1):
-        if b"\x00" in line:
-            raise ProfileError(_binary(label, f"a NUL byte on line {number}"))
-        text = line.decode("utf-8", "replace")
-        if first:
-            text, first = text.removeprefix("\ufeff"), False
+class _ByteLines:
+    """Decoded lines of at most MAX_LINE_CHARS bytes; a longer line is dropped as it
+    streams and counted in `too_long`. A NUL byte anywhere refuses the file."""
+
+    def __init__(self, fh: IO[bytes], label: str) -> None:
+        self.fh, self.label, self.too_long = fh, label, 0
+
+    def __iter__(self) -> Iterator[str]:
+        readline, number = self.fh.readline, 0
+        while line := readline(MAX_LINE_CHARS + 1):
+            number += 1
+            if b"\x00" in line:
+                raise ProfileError(_binary(self.label, f"a NUL byte on line {number}"))
+            if len(line) > MAX_LINE_CHARS and not line.endswith(b"\n"):
+                self._drop_rest(number)
+                continue
+            text = line.decode("utf-8", "replace")
+            yield text.removeprefix("\ufeff") if number == 1 else text
+
+    def _drop_rest(self, number: int) -> None:
+        self.too_long += 1
+        while (rest := self.fh.readline(PIECE)) and not rest.endswith(b"\n"):
+            if b"\x00" in rest:
+                raise ProfileError(_binary(self.label, f"a NUL byte on line {number}"))
+
+
+class _TextLines:
+    """Lines of decoded text pieces, at most MAX_LINE_CHARS each; a longer one is
+    dropped and counted in `too_long`."""
+
+    def __init__(self, pieces: Iterable[str], label: str) -> None:
+        self.pieces, self.label, self.too_long = pieces, label, 0
+
+    def __iter__(self) -> Iterator[str]:
+        partial, dropping = "", False
+        for piece in self.pieces:
+            *lines, rest = (partial + piece).split("\n")
+            for line in lines:
+                if dropping:
+                    dropping = False
+                else:
+                    yield line
+            partial = rest
+            if len(partial) > MAX_LINE_CHARS:
+                self.too_long += not dropping
+                partial, dropping = "", True
+        if partial and not dropping:
+            yield partial
+
+
+def _utf16_pieces(fh: IO[bytes], label: str) -> Iterator[str]:
+    """UTF-16 text (the BOM picks the byte order), PIECE bytes at a time."""
+    decoder = codecs.getincrementaldecoder("utf-16")("replace")
+    offset = 0
+    for block in itertools.chain(iter(lambda: fh.read(PIECE), b""), [None]):
+        text = decoder.decode(b"", final=True) if block is None else decoder.decode(block)
+        if "\x00" in text:
+            where = f"a NUL character at offset {offset + text.index(chr(0))}"
+            raise ProfileError(_binary(label, where))
+        offset += len(text)
         yield text
 
 

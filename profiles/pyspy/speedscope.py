@@ -14,6 +14,8 @@ sample is reduced to the id of its distinct frame list (4-8 bytes a sample), eac
 weight to a count, and frames to their names, in whatever order the keys come
 (py-spy writes "profiles" before "shared"). The checks then run on that summary in
 the order a decoded document would be checked, so a broken file gets the same reason.
+A sample deeper than MAX_STACK_DEPTH or naming a frame longer than MAX_FRAME_CHARS
+counts in `skipped_lines` (limits.py); such frame names are not kept.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from .errors import ProfileError
 from .frames import is_synthetic
 from .jsonstream import JsonStream
+from .limits import MAX_FRAME_CHARS, MAX_STACK_DEPTH
 from .profile import Profile, ProfileBuilder
 
 _NAME = re.compile(r'(?:Process (\d+) )?Thread (\d+|0[xX][0-9a-fA-F]+)(?: "(.*)")?\Z', re.S)
@@ -61,6 +64,8 @@ class _Ids(dict[str, int]):
     def __missing__(self, text: str) -> int:
         if _CANONICAL_SAMPLE.fullmatch(text) is None:
             raise _NotCanonical(text)
+        if text.count(",") >= MAX_STACK_DEPTH:
+            return _BAD  # too deep: counted as malformed, and its text is not kept
         value = self[text] = len(self)
         return value
 
@@ -152,11 +157,20 @@ def _read_shared(stream: JsonStream) -> list[str] | None:
     names = None
     for key in stream.members():
         if key == "frames" and stream.peek() == "[":
-            names = list(map(_frame_name, stream.values()))
+            names = [_bounded(_frame_name(frame)) for frame in stream.values()]
         else:
             names = None if key == "frames" else names
             stream.value()
     return names
+
+
+TOO_LONG = "(frame name too long)"
+"""This very object (compared by identity) stands for a frame name past
+MAX_FRAME_CHARS: the samples naming it count as malformed."""
+
+
+def _bounded(name: str) -> str:
+    return TOO_LONG if len(name) > MAX_FRAME_CHARS else name
 
 
 def _frame_name(frame: object) -> str:
@@ -380,6 +394,9 @@ def _add_profile(
         try:
             stack = [names[i] for i in _indexes(stacks[sid])]
         except IndexError:  # a frame index past shared.frames
+            out_of_range.add(sid)
+            continue
+        if any(name is TOO_LONG for name in stack):
             out_of_range.add(sid)
             continue
         if stack and is_synthetic(stack[0]):

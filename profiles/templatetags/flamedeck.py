@@ -1,49 +1,8 @@
-"""Template helpers: safe markdown for comments, percent bars, sparklines."""
+"""Template helpers: percent bars, seconds, mapping lookups."""
 
-import markdown as markdown_lib
-import nh3
 from django import template
-from django.utils.safestring import mark_safe
 
 register = template.Library()
-
-_ALLOWED_TAGS = {
-    "p",
-    "br",
-    "strong",
-    "em",
-    "code",
-    "pre",
-    "ul",
-    "ol",
-    "li",
-    "blockquote",
-    "a",
-    "h3",
-    "h4",
-    "h5",
-    "table",
-    "thead",
-    "tbody",
-    "tr",
-    "th",
-    "td",
-    "hr",
-}
-
-
-@register.filter
-def markdown_safe(text: str) -> str:
-    """Markdown rendered to HTML, then cleaned by nh3: no scripts, handlers or raw HTML."""
-    html = markdown_lib.markdown(text or "", extensions=["fenced_code", "tables"])
-    cleaned = nh3.clean(
-        html,
-        tags=_ALLOWED_TAGS,
-        attributes={"a": {"href", "title"}},
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer nofollow",
-    )
-    return mark_safe(cleaned)  # noqa: S308 — nh3 just sanitised it
 
 
 @register.filter

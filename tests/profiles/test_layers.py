@@ -1,5 +1,6 @@
-"""The capture path reads one way: views/API -> services -> enqueue -> tasks ->
-pipeline -> runs.remote. Checked on the source with `ast` (imports inside
+"""The capture path reads one way: views/API -> services -> tasks -> enqueue ->
+pipeline -> analysis -> runs.remote; services and tasks both send through enqueue,
+which finds tasks by name and imports neither. Checked on the source with `ast` (imports inside
 functions count too), so a new upward import fails here, not at some import time."""
 
 import ast
@@ -12,10 +13,11 @@ LAYERS = [
     ["profiles.api", "profiles.views", "profiles.group_views", "profiles.beat"],
     ["profiles.jobs"],
     ["profiles.services"],
-    ["profiles.enqueue"],
     ["profiles.tasks"],
+    ["profiles.enqueue"],
     ["profiles.group_pipeline"],
     ["profiles.pipeline"],
+    ["profiles.analysis"],
     ["profiles.states"],
     ["runs.remote"],
 ]
@@ -90,6 +92,7 @@ def test_the_checker_sees_relative_and_function_level_imports(tmp_path):
     assert {"profiles.states", "runs.remote", "profiles.pyspy"} <= pipeline
     services = imports_of(ROOT / "profiles" / "services.py")
     assert "profiles.enqueue" in services and "profiles.tasks" not in services
+    assert "profiles.enqueue" in imports_of(ROOT / "profiles" / "tasks.py")
 
 
 def test_every_layer_names_a_module_that_exists():
@@ -103,6 +106,7 @@ def test_every_layer_names_a_module_that_exists():
 # never through the worker modules, and never classify samples themselves.
 
 WORKER_MODULES = {
+    "profiles.analysis",
     "profiles.pipeline",
     "profiles.group_pipeline",
     "profiles.group_report",
@@ -182,3 +186,21 @@ def test_the_page_guard_sees_pages_of_both_apps_and_what_would_break_it(tmp_path
     )
     assert {"analyze", "wait_split", "read_flamegraph"} <= called_names(probe)
     assert "profiles.pipeline" in imports_of(probe, package="profiles")
+
+
+def test_enqueue_finds_every_task_it_sends_by_name_in_a_web_process():
+    """Not only in a worker: a web process registers the tasks when Django starts."""
+    import subprocess
+    import sys
+
+    code = (
+        "import django; django.setup()\n"
+        "from profiles import enqueue\n"
+        "names = (enqueue.RUN_CAPTURE, enqueue.RUN_HOST_CAPTURES, enqueue.ANALYZE_CAPTURE,\n"
+        "         enqueue.JUDGE_CAPTURE)\n"
+        "for name in names:\n"
+        "    assert enqueue._task(name).name == name\n"
+    )
+    env = {"DJANGO_SETTINGS_MODULE": "config.settings_test", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]

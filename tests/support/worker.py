@@ -33,10 +33,15 @@ def worker_env() -> dict[str, str]:
 
 
 def worker_argv(
-    queues: list[str], pool: str, concurrency: int, name: str, beat_schedule: Path | None = None
+    queues: list[str],
+    pool: str,
+    concurrency: int,
+    name: str,
+    beat_schedule: Path | None = None,
+    app: str = "config",
 ) -> list[str]:
     """`celery -A config worker` consuming `queues` with `pool` (as `manage.py serve`)."""
-    argv = [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "info"]
+    argv = [sys.executable, "-m", "celery", "-A", app, "worker", "-l", "info"]
     argv += ["-Q", ",".join(queues), "--pool", pool, "--concurrency", str(concurrency)]
     argv += ["--prefetch-multiplier", "8"] if pool == "prefork" else []
     argv += ["-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"]
@@ -49,7 +54,8 @@ class WorkerProcess:
     Two workers, as `make worker` starts them: a threads pool on the default and
     capture queues (waiting on samplers; `concurrency` threads) and a prefork pool on
     the analysis queue (parsing; `analysis_concurrency` processes). Both log to
-    `log_path`.
+    `log_path`. `app` is the Celery app module (tests.support.slow_analysis slows
+    every analysis down).
     """
 
     def __init__(
@@ -60,6 +66,7 @@ class WorkerProcess:
         env: dict | None = None,
         beat: bool = False,
         analysis_concurrency: int = 2,
+        app: str = "config",
     ) -> None:
         self.log_path = log_path
         self.log = open(log_path, "a")  # noqa: SIM115 — closed in stop()
@@ -75,6 +82,7 @@ class WorkerProcess:
                     concurrency,
                     f"{name}-capture",
                     schedule,
+                    app,
                 ),
                 env,
             ),
@@ -84,6 +92,7 @@ class WorkerProcess:
                     "prefork",
                     analysis_concurrency,
                     f"{name}-analysis",
+                    app=app,
                 ),
                 env,
             ),

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.params import cli_int
 from profiles import services
+from profiles.uploads import UploadTooLarge
 from runs.models import Run
 
 
@@ -29,12 +30,15 @@ class Command(BaseCommand):
         with ExitStack() as stack:
             samples = stack.enter_context(file.open("rb"))
             log_fh = stack.enter_context(log.open("rb")) if log else None
-            capture = services.capture_import(
-                user=None,
-                file=File(samples, name=file.name),
-                log=File(log_fh, name=log.name) if log_fh else None,
-                run=run_obj,
-            )
+            try:
+                capture = services.capture_import(
+                    user=None,
+                    file=File(samples, name=file.name),
+                    log=File(log_fh, name=log.name) if log_fh else None,
+                    run=run_obj,
+                )
+            except UploadTooLarge as exc:
+                raise CommandError(str(exc)) from None
         if capture.status == capture.Status.FAILED:
             raise CommandError(f"capture {capture.pk} failed: {capture.error}")
         samples = (capture.stats or {}).get("total_samples", 0)
