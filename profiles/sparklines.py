@@ -42,6 +42,8 @@ def spark_series(run_ids: list[int]) -> dict[int, tuple[str, list[dict[str, floa
     oldest first, over its last SPARK_UNITS done captures (a whole-job capture counting
     as one): the whole job's when there are whole-job captures among them, else the
     rank captured most."""
+    if not run_ids:  # `IN ()` has no SQL: Django raises EmptyResultSet for it
+        return {}
     unit_at = Coalesce(F("group__created_at"), F("queued_at"))
     order = [unit_at.desc(), F("group_id").desc(nulls_last=True)]
     recent = (
