@@ -6,10 +6,10 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from config.api import api
 from config.api_fields import IdField, PidField, StrictIntegerField
 from config.middleware import refusal
 from config.params import ID_MAX, parse_id, parse_int, query_ids, query_int
-from runs.api import api
 from runs.models import Host, Run, RunProcess
 
 from . import api_schema as schema

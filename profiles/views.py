@@ -26,11 +26,11 @@ from config.params import parse_id, query_id, query_page
 from runs.models import Host, Tag
 from runs.permissions import can_launch, can_remove_any_comment
 from runs.services import tags_from_text
-from runs.views import launch_context
 
 from . import downloads, redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Comment, Keyword, KeywordSet
+from .run_views import launch_context
 from .selectors import capture_rows
 from .uploads import UploadTooLarge
 

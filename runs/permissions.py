@@ -9,7 +9,10 @@
   may also remove anyone's comment.
 """
 
+from functools import wraps
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from profiles.pyspy import redaction
@@ -35,6 +38,31 @@ def can_remove_any_comment(user: AbstractBaseUser | AnonymousUser | None) -> boo
     """Host admins and staff remove any comment (one person's comment must not take
     a page from everyone until its author deletes it)."""
     return bool(user and user.is_authenticated and (user.is_staff or can_administer_hosts(user)))
+
+
+def launch_required(view):
+    """A page view for operators: 403 without the launch permission (the API's
+    writes check the same, CanLaunchOrReadOnly)."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not can_launch(request.user):
+            raise PermissionDenied("You need the launch permission (operators group).")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def host_admin_required(view):
+    """403 for users who may not create hosts or change how they are reached."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not can_administer_hosts(request.user):
+            raise PermissionDenied("Creating hosts is for host admins.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 def redact_check(check: dict | None, *, local: bool, user) -> dict:

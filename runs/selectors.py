@@ -4,12 +4,26 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from config.params import parse_id
 
 from .forms import CAPTURE_BOOLS
 from .models import Host, Run, RunProcess
+
+
+def run_for_user(*, user, pk: int) -> Run:
+    """The run a page shows, or 404. Every logged-in user may see every run; this is
+    where a rule would go."""
+    return get_object_or_404(
+        Run.objects.select_related("created_by").prefetch_related("tags"), pk=pk
+    )
+
+
+def host_for_user(*, user, pk: int) -> Host:
+    """The host a page shows, or 404 (every logged-in user sees every host)."""
+    return get_object_or_404(Host, pk=pk)
 
 
 def host_by_id_or_name(value: object) -> Host | None:
