@@ -6,7 +6,6 @@ profiles imports runs, never the reverse; their URLs keep the `runs:` names
 
 from typing import Any
 
-from django.conf import settings
 from django.core.paginator import Paginator
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
@@ -15,6 +14,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from config.params import query_id, query_page
+from runs import capture_fields
 from runs import selectors as run_selectors
 from runs.forms import RunProcessForm
 from runs.models import Host, Run
@@ -30,29 +30,19 @@ RUNS_PER_PAGE = 25
 CAPTURES_PER_PAGE = 50
 HOST_CAPTURES = 20
 LATEST_FIELDS = ("pk", "status", "queued_at", "verdict")
-CAPTURE_DEFAULTS = {
-    "duration": 30,
-    "rate": 20,
-    "native": True,
-    "threads": True,
-    "idle": False,
-    "gil": False,
-    "nonblocking": False,
-    "subprocesses": False,
-    "kind": "record",
-}
-# Whole-job captures record with --idle: without it py-spy drops the samples of
-# blocked threads, so the waits a whole job is captured to find are invisible.
-GROUP_CAPTURE_DEFAULTS = {**CAPTURE_DEFAULTS, "idle": True}
 
 
 def launch_context(user, run: Run | None, condition: Q) -> dict[str, Any]:
+    """What the capture buttons of a page need (json_script "launch-context"): the
+    settings they start with (those "Capture all" remembered on the run, if any), the
+    settings' description to build the advanced panel from, and the lag history."""
+    allowed = can_launch(user)
     return {
-        "canLaunch": can_launch(user),
+        "canLaunch": allowed,
         "run": run.pk if run else None,
-        "defaults": CAPTURE_DEFAULTS,
-        "maxDuration": settings.FLAMEDECK_MAX_DURATION_S,
-        "lagHistory": lag_history(condition) if can_launch(user) else [],
+        "defaults": run_selectors.capture_settings_for(run, job=False),
+        "schema": capture_fields.page_description() if allowed else None,
+        "lagHistory": lag_history(condition) if allowed else [],
     }
 
 
@@ -126,9 +116,7 @@ def run_detail(request, pk: int):
     context = {
         "run": run,
         "processes": processes,
-        "capture_all": run_selectors.capture_all_dialog(
-            run=run, processes=processes, defaults=GROUP_CAPTURE_DEFAULTS
-        )
+        "capture_all": run_selectors.capture_all_dialog(run=run, processes=processes)
         if can_launch(request.user)
         else None,
         "page": page,

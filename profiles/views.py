@@ -182,7 +182,7 @@ def capture_detail(request, pk: int):
             "pid": capture.pid,
             "run": capture.run_id,
             "process": capture.process_id,
-            "settings": {f: getattr(capture, f) for f in services.RECORD_FIELDS},
+            "settings": capture.pyspy_settings,
             "hasFlamegraph": bool(capture.flamegraph_file),
             "stats": _page_stats(capture),
         },

@@ -2,7 +2,6 @@
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -16,8 +15,7 @@ from config.api_fields import StrictIntegerField
 from config.params import parse_pid
 
 from . import api_schema as schema
-from . import selectors, services
-from .forms import clean_capture_settings
+from . import capture_fields, selectors, services
 from .models import Host, Run, RunProcess
 from .permissions import redact_check
 
@@ -163,9 +161,7 @@ def run_detail(request, pk: int):
         if not isinstance(request.data.get("capture_settings"), dict):
             raise ValidationError({"capture_settings": ["give an object of capture settings"]})
         try:
-            cleaned = clean_capture_settings(
-                request.data["capture_settings"], max_duration=settings.FLAMEDECK_MAX_DURATION_S
-            )
+            cleaned = capture_fields.remembered(request.data["capture_settings"])
         except DjangoValidationError as exc:
             raise _invalid(exc) from None
         services.run_capture_settings_save(run=run, settings_=cleaned)
