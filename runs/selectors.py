@@ -97,6 +97,10 @@ def capture_all_dialog(*, run: Run, processes: list[RunProcess]) -> dict[str, An
         "captureUrl": reverse("api:run_capture_all", args=[run.pk]),
         "runUrl": reverse("api:run_detail", args=[run.pk]),
         "checkUrl": reverse("api:run_check", args=[run.pk]),
-        "settings": capture_settings_for(run, job=True),
+        "settings": {
+            name: value
+            for name, value in capture_settings_for(run, job=True).items()
+            if name in capture_settings.names("record")  # a whole-job capture records
+        },
         "plan": _plan(processes),
     }
