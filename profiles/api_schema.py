@@ -550,8 +550,8 @@ group_flamegraph = extend_schema(
 )
 
 group_live = extend_schema(
-    summary="The group page's live numbers",
-    description="What the group page polls every second until `final`.",
+    summary="The whole-job capture page's live numbers",
+    description="What the whole-job capture page polls every second until `final`.",
     responses={200: LiveSerializer, **errors(*READ_ERRORS)},
     tags=GROUPS,
 )

@@ -1,5 +1,5 @@
-"""Whole-job work: capture groups (every process of a run at once), scheduled
-captures, and the raw-file retention budget."""
+"""Whole-job work: whole-job captures (CaptureGroup: every process of a run at once),
+scheduled captures, and the raw-file retention budget."""
 
 import logging
 from typing import Any
@@ -104,7 +104,7 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
 
 
 def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
-    """Start a group capture for every running run whose schedule is due.
+    """Start a whole-job capture for every running run whose schedule is due.
 
     Each run is claimed with a conditional UPDATE on `schedule_last_at`, so two beat
     ticks (or two beat processes) never start the same scheduled capture twice.

@@ -63,7 +63,9 @@ class Keyword(models.Model):
 
 
 class CaptureGroup(models.Model):
-    """Captures of every process of a run, started together with one click."""
+    """A whole-job capture: one capture of every process of a run, sampled in one
+    window ("Capture all"). Pages and docs say "whole-job capture"; the code and the
+    API path (`/api/groups/<id>/`) keep the name group."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="capture_groups")
     requested_by = models.ForeignKey(
@@ -85,7 +87,7 @@ class CaptureGroup(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"Group capture #{self.pk} of {self.run}"
+        return f"Whole-job capture #{self.pk} of {self.run}"
 
     def get_absolute_url(self) -> str:
         return reverse("profiles:group_detail", args=[self.pk])

@@ -1,4 +1,4 @@
-// Group page: every process side by side, live until every process ends (polling
+// Whole-job capture page: every process side by side, live until every process ends (polling
 // the group's JSON), the process that differs most (only beyond noise), the stored
 // whole-job report (group_evidence.js), and the merged flamegraph of the processes
 // that have samples. Every text from the server goes in as text (frame names and

@@ -189,3 +189,23 @@ def test_the_guard_sees_python_and_js_lists_but_not_prose(tmp_path):
     js.write_text('const BOOLS = ["gil", "nonblocking"];\n// subprocesses\nd.dump_locals;\n')
     assert python_mentions(py) == {"nonblocking", "subprocesses"}
     assert mentions(js) == {"nonblocking", "dump_locals"}
+
+
+def _table_rows(path: Path) -> dict[str, list[str]]:
+    """The four-column table rows of a Markdown page, by their first cell."""
+    rows = {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4:
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_the_user_guide_lists_every_setting_with_its_option_and_default():
+    rows = _table_rows(ROOT / "docs" / "capture.md")
+    for setting in SETTINGS:
+        name, flag, default, _ = rows[setting.name]
+        assert flag == f"`{setting.flag}`"
+        shown = {True: "on", False: "off"}.get(setting.default, str(setting.default))
+        assert default.startswith(shown), (name, default)
+    assert set(rows) - {"setting"} == ALL
