@@ -40,29 +40,25 @@ def can_remove_any_comment(user: AbstractBaseUser | AnonymousUser | None) -> boo
     return bool(user and user.is_authenticated and (user.is_staff or can_administer_hosts(user)))
 
 
-def launch_required(view):
-    """A page view for operators: 403 without the launch permission (the API's
-    writes check the same, CanLaunchOrReadOnly)."""
+def page_permission(allowed, refusal: str):
+    """A page-view decorator: 403 with `refusal` for users `allowed(user)` refuses."""
 
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not can_launch(request.user):
-            raise PermissionDenied("You need the launch permission (operators group).")
-        return view(request, *args, **kwargs)
+    def decorate(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not allowed(request.user):
+                raise PermissionDenied(refusal)
+            return view(request, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate
 
 
-def host_admin_required(view):
-    """403 for users who may not create hosts or change how they are reached."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not can_administer_hosts(request.user):
-            raise PermissionDenied("Creating hosts is for host admins.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# Pages for operators (the API's writes check the same, CanLaunchOrReadOnly).
+launch_required = page_permission(can_launch, "You need the launch permission (operators group).")
+# Pages that create hosts or change how they are reached.
+host_admin_required = page_permission(can_administer_hosts, "Creating hosts is for host admins.")
 
 
 def redact_check(check: dict | None, *, local: bool, user) -> dict:

@@ -50,13 +50,18 @@ def check_tip(page, scope, name: str) -> None:
     expect(tip).to_be_hidden()
 
 
+def open_panel(tab, run):
+    """The run's page with the first capture button's advanced panel open."""
+    page = tab.goto(run.get_absolute_url())
+    launcher = page.locator("#processes .capture-launch").first
+    launcher.locator(".capture-more").click()
+    return page, launcher.locator(".capture-panel")
+
+
 def test_every_option_of_both_dialogs_explains_itself_to_mouse_keyboard_and_reader(
     open_tab, owner, live_run, no_enqueue
 ):
-    page = open_tab(owner).goto(live_run.get_absolute_url())
-    launcher = page.locator("#processes .capture-launch").first
-    launcher.locator(".capture-more").click()
-    panel = launcher.locator(".capture-panel")
+    page, panel = open_panel(open_tab(owner), live_run)
     for name in TIPPED:
         check_tip(page, panel, name)
     panel.locator("label[data-setting=gil]").hover()
@@ -74,10 +79,7 @@ def test_every_option_of_both_dialogs_explains_itself_to_mouse_keyboard_and_read
 def test_the_pair_py_spy_refuses_is_caught_in_the_dialog_before_any_request(
     open_tab, owner, live_run, no_enqueue
 ):
-    page = open_tab(owner).goto(live_run.get_absolute_url())
-    launcher = page.locator("#processes .capture-launch").first
-    launcher.locator(".capture-more").click()
-    panel = launcher.locator(".capture-panel")
+    page, panel = open_panel(open_tab(owner), live_run)
     start = panel.get_by_role("button", name="Start capture")
     expect(panel.locator("input[name=native]")).to_be_checked()
     panel.locator("input[name=nonblocking]").check()

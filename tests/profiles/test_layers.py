@@ -99,7 +99,6 @@ def test_every_layer_names_a_module_that_exists():
     assert all(_module_file(name) for name in PATH_MODULES)
 
 
-
 # --- app to app ------------------------------------------------------------------------
 # `profiles` (captures) imports `runs` (hosts, runs, the remote seam), never the reverse,
 # not even through a `config` module: what shows or launches captures on a run's or a
@@ -162,6 +161,7 @@ def test_the_app_guard_follows_imports_through_config(tmp_path):
     # imported it would close the circle; the engine (profiles.pyspy) is allowed.
     assert chains and all("config.checks -> profiles.pipeline" in c for c in chains)
     assert not any(c.endswith("profiles.pyspy.raw") for c in chains)
+
 
 # --- pages only read ----------------------------------------------------------------
 # What a page shows about a capture or a whole job was computed at analysis time and
