@@ -377,7 +377,6 @@ class LiveSerializer(s.Serializer):
         help_text="Per process: status, elapsed_s, behind_s, samples (estimated while "
         "running), verdict, category shares, error and its cause.",
     )
-    differs_most = s.DictField(help_text="The process that differs beyond noise, or why none.")
     report = s.DictField(
         help_text="The stored whole-job report once every process ended (findings, "
         "straggler, classes, each rank's step-thread states, rank links), else `ready` "

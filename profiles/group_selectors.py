@@ -1,11 +1,12 @@
 """Reads for the group page, `GET /api/groups/<id>/live/` and `GET /api/groups/<id>/`:
-one row per process (live while it runs), the process whose mix differs most (only
-beyond noise), and the whole-job report (findings, straggler, classes, each rank's
-step-thread states) as the analysis stored it on the group (profiles.group_report).
+one row per process (live while it runs) and the whole-job report (findings, the
+straggler explained by what it does more, classes, each rank's step-thread states) as
+the analysis stored it on the group (profiles.group_report).
 
 Everything comes from stored stats, progress and the stored report; nothing here
-classifies samples or re-reads raw ones. "Beyond noise" reuses the compare page's
-maths (profiles.pyspy.compare).
+classifies samples or re-reads raw ones. (An earlier "differs most" verdict, worked
+out here from category shares, named a rank by what it did *less*; the stored
+straggler replaced it.)
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from typing import Any
 
 from django.urls import reverse
 
-from profiles.pyspy import compare
-
 from . import jobs, selectors
 from .models import Capture, CaptureGroup
 
-MIN_TO_CROWN = 3  # "differs most" needs at least this many processes with samples
 SAME_WINDOW_S = 1.0  # start skew within which ranks sampled the same moments
 
 
@@ -31,9 +29,6 @@ def group_page(group: CaptureGroup) -> dict[str, Any]:
     # Categories no process has samples in would be columns of zeros.
     categories = sorted({name for row in rows for name, share in row["shares"].items() if share})
     final = all(row["final"] for row in rows)
-    # No verdict on a job still running: a rank that ended early would be judged
-    # against ranks whose numbers are not in yet.
-    differs = differs_most(captures, rows) if final else {"id": None, "state": "pending"}
     return {
         "group": group.pk,
         "run": group.run_id,
@@ -42,7 +37,6 @@ def group_page(group: CaptureGroup) -> dict[str, Any]:
         "final": final,
         "categories": categories,
         "rows": rows,
-        "differs_most": differs,
         "report": group_evidence(group, captures, summary),
         "skipped": skipped_processes(group, captures),
         # GPU timelines, once every process has ended (they arrive with the samples)
@@ -96,56 +90,6 @@ def process_row(capture: Capture) -> dict[str, Any]:
 
 def _shares(capture: Capture) -> dict[str, float]:
     return {c["category"]: c["percent"] for c in (capture.stats or {}).get("categories", [])}
-
-
-def _counts(capture: Capture) -> dict[str, int]:
-    return {c["category"]: int(c["samples"]) for c in (capture.stats or {}).get("categories", [])}
-
-
-def differs_most(captures: list[Capture], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The process whose category mix differs most from the others, named only when
-    that is beyond noise: in some category its share is outside every other process's
-    range AND the 95% Newcombe interval of (its share - the others' pooled share)
-    excludes zero. Needs MIN_TO_CROWN processes with samples."""
-    data = [(c, row) for c, row in zip(captures, rows, strict=True) if row["has_samples"]]
-    if len(data) < MIN_TO_CROWN:
-        return {"id": None, "state": "too_few", "with_samples": len(data)}
-    shares = [row["shares"] for _, row in data]
-    names = sorted({name for share in shares for name in share})
-    distances = [_distance(i, shares, names) for i in range(len(data))]
-    best = max(range(len(data)), key=lambda i: distances[i])
-    reasons = [r for name in names if (r := _beyond_noise(best, data, name)) is not None]
-    reasons.sort(key=lambda r: -abs(r["delta_points"]))
-    label = data[best][1]["label"]
-    if not reasons:
-        return {"id": None, "state": "within_noise", "closest": label,
-                "distance": round(distances[best], 1), "with_samples": len(data)}  # fmt: skip
-    return {"id": data[best][0].pk, "state": "differs", "label": label,
-            "distance": round(distances[best], 1), "reasons": reasons[:3],
-            "with_samples": len(data)}  # fmt: skip
-
-
-def _distance(index: int, shares: list[dict[str, float]], names: list[str]) -> float:
-    others = [s for i, s in enumerate(shares) if i != index]
-    mean = {n: sum(o.get(n, 0.0) for o in others) / len(others) for n in names}
-    return sum(abs(shares[index].get(n, 0.0) - mean[n]) for n in names)
-
-
-def _beyond_noise(best: int, data: list, name: str) -> dict[str, Any] | None:
-    counts = [(_counts(c).get(name, 0), _samples(c)) for c, _ in data]
-    own, others = counts[best], [x for i, x in enumerate(counts) if i != best]
-    other_shares = [s / t for s, t in others]
-    share = own[0] / own[1]
-    if min(other_shares) <= share <= max(other_shares):
-        return None
-    pooled = (sum(s for s, _ in others), sum(t for _, t in others))
-    if compare.change_verdict(pooled, own) != compare.REAL_CHANGE:
-        return None
-    low, high = compare.newcombe_interval(pooled, own)
-    return {"category": name, "percent": round(100 * share, 1),
-            "others_percent": round(100 * pooled[0] / pooled[1], 1),
-            "delta_points": round(100 * (share - pooled[0] / pooled[1]), 1),
-            "delta_low": round(100 * low, 1), "delta_high": round(100 * high, 1)}  # fmt: skip
 
 
 def same_window(skew_s: float | None) -> bool:

@@ -1,6 +1,6 @@
-// Whole-job capture page: every process side by side, live until every process ends (polling
-// the group's JSON), the process that differs most (only beyond noise), the stored
-// whole-job report (group_evidence.js), and the merged flamegraph of the processes
+// Whole-job capture page: every process side by side, live until every process ends
+// (polling the group's JSON), the straggler marked from the stored whole-job report,
+// that report (group_evidence.js), and the merged flamegraph of the processes
 // that have samples. Every text from the server goes in as text (frame names and
 // errors are untrusted).
 (function () {
@@ -58,10 +58,13 @@
 
   function processRows(page) {
     const columns = 5 + page.categories.length;
-    const outlier = page.differs_most && page.differs_most.id;
+    // The stored report's straggler (what it does more is said above, in the report).
+    const report = page.report || {};
+    const straggler = report.ready && report.straggler ? (report.urls || {})[report.straggler.name] : null;
     return page.rows.flatMap((row) => {
-      const main = el("tr", { "data-capture": String(row.id), "data-status": row.status, class: row.id === outlier ? "outlier" : "" },
-        el("td", {}, el("a", { href: row.url }, row.label), row.id === outlier ? el("span", { class: "badge verdict-degraded differs-badge" }, "differs most") : null,
+      const isStraggler = straggler != null && straggler === row.url;
+      const main = el("tr", { "data-capture": String(row.id), "data-status": row.status, class: isStraggler ? "outlier" : "" },
+        el("td", {}, el("a", { href: row.url }, row.label), isStraggler ? el("span", { class: "badge verdict-degraded straggler-badge", title: "the rank the others wait for: see “What the job says”" }, "straggler") : null,
           row.python_only ? el("span", { class: "badge verdict-degraded python-only", title: row.note || "" }, "Python-only") : null),
         statusCell(row),
         el("td", { class: "num", "data-cell": "elapsed", title: row.attaching ? ATTACHING_TITLE : null }, elapsedText(row)),
@@ -79,24 +82,6 @@
     const head = el("thead", {}, el("tr", {}, el("th", {}, "process"), el("th", {}, "status"), el("th", { class: "num" }, "elapsed"),
       el("th", {}, "lag"), el("th", { class: "num" }, "samples"), ...page.categories.map((name) => el("th", { class: "num" }, `${name} %`))));
     document.getElementById("group-table").replaceChildren(head, el("tbody", {}, ...processRows(page)));
-  }
-
-  function renderDiffers(page) {
-    const d = page.differs_most || {};
-    const node = document.getElementById("differs-most");
-    node.className = `differs differs-${d.state || "none"}`;
-    if (d.state === "pending") {
-      node.textContent = "Which process differs most is said once every process has ended.";
-    } else if (d.state === "too_few") {
-      node.textContent = `${d.with_samples} process${d.with_samples === 1 ? "" : "es"} with samples so far: at least 3 are needed to say which one differs from the others.`;
-    } else if (d.state === "within_noise") {
-      node.textContent = `No process differs beyond noise: the largest difference (${d.closest}, ${d.distance} points over all categories) is within the others' range or the 95% interval.`;
-    } else if (d.state === "differs") {
-      const why = d.reasons.map((r) => `${r.category} ${r.percent}% vs ${r.others_percent}% in the others (${r.delta_points > 0 ? "+" : ""}${r.delta_points} points, 95% interval ${r.delta_low} to ${r.delta_high})`);
-      node.replaceChildren(el("strong", {}, `${d.label} differs most: `), why.join("; "), ".");
-    } else {
-      node.textContent = "";
-    }
   }
 
   function renderFilter(page) {
@@ -159,7 +144,6 @@
     status.className = `badge group-${page.status}`;
     document.getElementById("group-skew").textContent = page.start_skew_s == null ? "waiting for every process to start" : `${page.start_skew_s} s`;
     renderTable(page);
-    renderDiffers(page);
     fd.groupEvidence.render(page.report);
     if (renderFilter(page)) loadFlamegraph().catch((err) => { container.textContent = `Could not load the flamegraph: ${err.message}`; });
   }

@@ -114,7 +114,8 @@ def test_the_group_page_follows_its_processes_to_the_end_without_a_reload(
     expect(cause).to_contain_text("<b>no such pid</b>")  # shown as text, not markup
     expect(page.locator("#group-table b")).to_have_count(0)
     expect(page.locator("#process-filter input")).to_have_count(3)
-    expect(page.locator("#differs-most")).to_contain_text("local:502 rank-2 differs most")
+    # No verdict in the process table before the stored report names the straggler.
+    expect(table.locator(".straggler-badge")).to_have_count(0)
     # Every rank has ended; the report is not stored yet: the page says so and asks
     # again, and draws the report once the analysis stored it, without a reload.
     expect(page.locator("#report-reason")).to_contain_text("being stored")
@@ -123,6 +124,9 @@ def test_the_group_page_follows_its_processes_to_the_end_without_a_reload(
     expect(straggler).to_contain_text("rank-2", timeout=10_000)
     expect(straggler).to_contain_text("straggler")
     expect(page.locator("#straggler")).to_contain_text("rank-2 is the straggler")
+    straggler_row = table.locator(f"tr[data-capture='{captures[2].pk}']")
+    expect(straggler_row.locator(".straggler-badge")).to_have_text("straggler")
+    expect(table.locator(".straggler-badge")).to_have_count(1)
     expect(page.locator("#job-report")).to_contain_text("No samples (not in the report): rank-3")
     page.wait_for_selector("#group-flamegraph[data-loaded='true']")
     expect(page.locator('#group-flamegraph g[name^="process local:"]')).to_have_count(3)
