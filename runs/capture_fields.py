@@ -168,8 +168,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     default left to `clean` (so absent options take the table's defaults)."""
     for s in SETTINGS:
         option = "--" + s.name.replace("_", "-")
-        where = "" if s.kinds == ("record", "dump") else f" ({' and '.join(s.kinds)})"
-        text = f"{s.help}{where} Default: {s.default}."
+        where = "" if len(s.kinds) > 1 else f" {s.kinds[0].capitalize()} only."
+        default = {True: "on", False: "off"}[s.default] if s.is_switch else s.default
+        text = f"{s.help}{where} Default: {default}."
         if s.is_switch:
             parser.add_argument(option, action=argparse.BooleanOptionalAction, help=text)
         else:
