@@ -123,6 +123,8 @@ INSTALLED_APPS = [
     "axes",
     "runs",
     "profiles",
+    # The project above both apps: serve, bootstrap, preflight and the deploy checks.
+    "config.apps.ProjectConfig",
 ]
 
 MIDDLEWARE = [

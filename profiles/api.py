@@ -6,10 +6,11 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from config.api_fields import IdField, PidField, StrictIntegerField
+from config.api import api
+from config.api_fields import IdField, PidField
 from config.middleware import refusal
-from config.params import ID_MAX, parse_id, parse_int, query_ids, query_int
-from runs.api import api
+from config.params import parse_id, parse_int, query_ids, query_int
+from runs.capture_fields import CaptureSettingsSerializer, JobCaptureSettingsSerializer
 from runs.models import Host, Run, RunProcess
 
 from . import api_schema as schema
@@ -18,42 +19,9 @@ from .models import Capture, CaptureGroup
 from .uploads import UploadTooLarge
 
 
-class PySpySettingsSerializer(serializers.Serializer):
-    """py-spy settings of a capture, with the dashboard's defaults."""
-
-    duration = StrictIntegerField(
-        minimum=1,
-        maximum=ID_MAX,
-        default=30,
-        help_text="Seconds of sampling (at most FLAMEDECK_MAX_DURATION_S, 600).",
-    )
-    rate = StrictIntegerField(minimum=1, maximum=2000, default=20, help_text="Samples a second.")
-    native = serializers.BooleanField(default=True, help_text="C/C++ frames too (--native).")
-    threads = serializers.BooleanField(default=True, help_text="Per-thread stacks (--threads).")
-    idle = serializers.BooleanField(
-        default=False, help_text="Keep idle threads' samples (--idle): waits become visible."
-    )
-    gil = serializers.BooleanField(default=False, help_text="Only threads holding the GIL.")
-    nonblocking = serializers.BooleanField(
-        default=False, help_text="Never pause the process (--nonblocking); not with native."
-    )
-    subprocesses = serializers.BooleanField(
-        default=False, help_text="Its child processes too (--subprocesses)."
-    )
-
-
-class GroupCaptureSerializer(PySpySettingsSerializer):
-    """A whole-job capture's settings: `idle` is on unless asked off."""
-
-    idle = serializers.BooleanField(
-        default=True,
-        help_text="Keep blocked threads' samples (--idle), on by default for a whole job: "
-        "without it py-spy drops them, so collective, data and GIL waits are invisible.",
-    )
-
-
-class CaptureRequestSerializer(PySpySettingsSerializer):
-    """A capture of `host` + `pid`, or of a run's `process` (which gives both)."""
+class CaptureRequestSerializer(CaptureSettingsSerializer):
+    """A capture of `host` + `pid`, or of a run's `process` (which gives both), with
+    its py-spy settings (runs.capture_settings)."""
 
     host = serializers.CharField(required=False, max_length=200, help_text="Host name or id.")
     pid = PidField(required=False, help_text="Process id on that host.")
@@ -63,7 +31,6 @@ class CaptureRequestSerializer(PySpySettingsSerializer):
     kind = serializers.ChoiceField(
         choices=["record", "dump"], default="record", help_text="py-spy record or dump."
     )
-    dump_locals = serializers.BooleanField(default=False, help_text="dump: py-spy --locals")
     run = IdField(required=False, allow_null=True, help_text="File it under this run's id.")
 
     def validate_process(self, value: int | None) -> RunProcess | None:
@@ -81,7 +48,7 @@ class CaptureRequestSerializer(PySpySettingsSerializer):
         missing = [f for f in ("host", "pid") if f not in attrs]
         if missing:
             raise serializers.ValidationError({f: "required (or give a process)" for f in missing})
-        return attrs
+        return super().validate(attrs)
 
     def validate_host(self, value: str) -> Host:
         numeric = value.isascii() and value.isdigit()
@@ -108,7 +75,7 @@ def capture_json(capture: Capture, threads: list[str] | None = None) -> dict:
         "host": capture.host.name if capture.host else None,
         "pid": capture.pid,
         "run": capture.run_id,
-        "settings": {f: getattr(capture, f) for f in services.RECORD_FIELDS},
+        "settings": capture.pyspy_settings,
         "error": capture.error,
         "error_cause": capture.error_cause,
         "error_detail": capture.error_detail,
@@ -252,12 +219,12 @@ def _group_for_viewer(group: CaptureGroup, user) -> dict:
     return redact.for_viewer(group_json(group), user=user, captures=captures)
 
 
-@schema.run_capture_all(GroupCaptureSerializer)
+@schema.run_capture_all(JobCaptureSettingsSerializer)
 @api(["POST"])
 def run_capture_all(request, pk: int):
     """Capture every process of the run at once, with the same settings."""
     run = get_object_or_404(Run, pk=pk)
-    serializer = GroupCaptureSerializer(data=request.data)
+    serializer = JobCaptureSettingsSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     try:
         group = jobs.capture_group_create(user=request.user, run=run, **serializer.validated_data)

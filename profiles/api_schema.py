@@ -20,6 +20,8 @@ from config.api_schema import (
 )
 from profiles.models import Capture
 from profiles.pyspy.states import STATES
+from runs import capture_settings
+from runs.capture_fields import SettingsAnswerSerializer
 
 CAPTURES, GROUPS, COMPARE = ["captures"], ["whole-job captures"], ["compare"]
 VERDICTS = ["ok", "degraded", "unreliable"]
@@ -219,17 +221,6 @@ class StatsSerializer(s.Serializer):
     )
 
 
-class SettingsSerializer(s.Serializer):
-    duration = s.IntegerField(help_text="Seconds of sampling asked.")
-    rate = s.IntegerField(help_text="Samples per second asked.")
-    native = s.BooleanField(help_text="py-spy --native.")
-    threads = s.BooleanField(help_text="py-spy --threads.")
-    idle = s.BooleanField(help_text="py-spy --idle.")
-    gil = s.BooleanField(help_text="py-spy --gil.")
-    nonblocking = s.BooleanField(help_text="py-spy --nonblocking.")
-    subprocesses = s.BooleanField(help_text="py-spy --subprocesses.")
-
-
 class AttemptSerializer(s.Serializer):
     attempt = s.IntegerField(help_text="Which attempt failed.")
     at = s.DateTimeField(help_text="When.")
@@ -284,7 +275,7 @@ class CaptureRowSerializer(s.Serializer):
     host = s.CharField(allow_null=True, help_text="The host's name (null for imports).")
     pid = s.IntegerField(allow_null=True, help_text="The process sampled.")
     run = s.IntegerField(allow_null=True, help_text="The run's id, if any.")
-    settings = SettingsSerializer(help_text="py-spy settings asked.")
+    settings = SettingsAnswerSerializer(help_text="py-spy settings asked.")
     error = s.CharField(help_text="Why it failed, with the fix, in one line.")
     error_cause = s.CharField(help_text="Failure cause, a name (docs/troubleshooting.md).")
     error_detail = s.CharField(help_text="The command's own words (stderr tail).")
@@ -455,7 +446,7 @@ class ComparisonSerializer(s.Serializer):
 THREAD = OpenApiParameter(
     "thread", str, description="Thread names or ids, comma-separated or repeated.", many=True
 )
-PROCESS_SETTINGS = "duration, rate, native, threads, idle, gil, nonblocking, subprocesses"
+PROCESS_SETTINGS = ", ".join(capture_settings.names())
 
 
 def busy_or_unsent(unsent) -> dict:
@@ -558,8 +549,8 @@ group_flamegraph = extend_schema(
 )
 
 group_live = extend_schema(
-    summary="The group page's live numbers",
-    description="What the group page polls every second until `final`.",
+    summary="The whole-job capture page's live numbers",
+    description="What the whole-job capture page polls every second until `final`.",
     responses={200: LiveSerializer, **errors(*READ_ERRORS)},
     tags=GROUPS,
 )

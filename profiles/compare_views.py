@@ -18,10 +18,10 @@ from django.views.decorators.http import require_GET
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
+from config.api import api
 from config.params import parse_id, query_int
 from profiles.pyspy import compare as engine
 from profiles.pyspy import select_threads
-from runs.api import api
 
 from . import api_schema, capture_files, redact, selectors
 from .models import Capture

@@ -7,9 +7,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from rest_framework.response import Response
 
+from config.api import api
 from config.params import query_ids
 from profiles import pyspy
-from runs.api import api
 from runs.permissions import can_launch
 
 from . import api_schema, downloads, group_selectors, redact, selectors

@@ -1,5 +1,5 @@
-"""Whole-job work: capture groups (every process of a run at once), scheduled
-captures, and the raw-file retention budget."""
+"""Whole-job work: whole-job captures (CaptureGroup: every process of a run at once),
+scheduled captures, and the raw-file retention budget."""
 
 import logging
 from typing import Any
@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from runs import capture_fields
 from runs.models import Run
 from runs.selectors import capturable_processes
 
@@ -30,10 +31,11 @@ def capture_group_create(
 
     One task per host starts all of that host's py-spy in one session; the hosts
     wait for each other (up to FLAMEDECK_GROUP_START_WAIT_S) and start together.
-    Processes known to have exited are skipped. `idle` defaults to on: without it
-    py-spy drops blocked threads' samples, and the waits between ranks are the point.
+    Processes known to have exited are skipped. The settings take a whole-job
+    capture's defaults (runs.capture_settings): `idle` is on, since without it py-spy
+    drops blocked threads' samples, and the waits between ranks are the point.
     """
-    py_spy_settings = {"idle": True, **py_spy_settings}
+    py_spy_settings = capture_fields.clean(py_spy_settings, kind="record", job=True)
     processes, exited = capturable_processes(run=run)
     if not processes and exited:
         raise ValidationError("Every process of this run has exited; attach the new ones.")
@@ -102,7 +104,7 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
 
 
 def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
-    """Start a group capture for every running run whose schedule is due.
+    """Start a whole-job capture for every running run whose schedule is due.
 
     Each run is claimed with a conditional UPDATE on `schedule_last_at`, so two beat
     ticks (or two beat processes) never start the same scheduled capture twice.

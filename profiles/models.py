@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from config.params import pid_validators
 from profiles.pyspy import keyword_problem
+from runs import capture_settings
 from runs.models import Host, Run, RunProcess, Tag
 
 from .artifacts import artifact_storage
@@ -62,7 +63,9 @@ class Keyword(models.Model):
 
 
 class CaptureGroup(models.Model):
-    """Captures of every process of a run, started together with one click."""
+    """A whole-job capture: one capture of every process of a run, sampled in one
+    window ("Capture all"). Pages and docs say "whole-job capture"; the code and the
+    API path (`/api/groups/<id>/`) keep the name group."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="capture_groups")
     requested_by = models.ForeignKey(
@@ -84,10 +87,18 @@ class CaptureGroup(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"Group capture #{self.pk} of {self.run}"
+        return f"Whole-job capture #{self.pk} of {self.run}"
 
     def get_absolute_url(self) -> str:
         return reverse("profiles:group_detail", args=[self.pk])
+
+
+def setting_field(name: str) -> models.Field:
+    """The Capture column of a py-spy setting: its type, default and help text."""
+    setting = capture_settings.BY_NAME[name]
+    if setting.is_switch:
+        return models.BooleanField(default=setting.default, help_text=setting.help)
+    return models.PositiveIntegerField(default=setting.default, help_text=setting.help)
 
 
 def _capture_path(instance: "Capture", filename: str) -> str:
@@ -147,18 +158,16 @@ class Capture(models.Model):
     )
     pid = models.PositiveIntegerField(null=True, blank=True, validators=pid_validators())
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.RECORD)
-    # py-spy settings
-    duration = models.PositiveIntegerField(default=30, help_text="Seconds of sampling.")
-    rate = models.PositiveIntegerField(default=20, help_text="Samples per second.")
-    native = models.BooleanField(default=True)
-    threads = models.BooleanField(default=True)
-    idle = models.BooleanField(default=False)
-    gil = models.BooleanField(default=False)
-    nonblocking = models.BooleanField(default=False)
-    subprocesses = models.BooleanField(default=False)
-    dump_locals = models.BooleanField(
-        default=False, help_text="dump: --locals (each frame's variables)."
-    )
+    # py-spy settings: one column each, as runs.capture_settings declares them
+    duration = setting_field("duration")
+    rate = setting_field("rate")
+    native = setting_field("native")
+    threads = setting_field("threads")
+    idle = setting_field("idle")
+    gil = setting_field("gil")
+    nonblocking = setting_field("nonblocking")
+    subprocesses = setting_field("subprocesses")
+    dump_locals = setting_field("dump_locals")
     scheduled = models.BooleanField(default=False)
     # state
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
@@ -260,6 +269,19 @@ class Capture(models.Model):
     def samples_downloadable(self) -> bool:
         """Raw samples that parsed (a failed parse offers no sample downloads)."""
         return bool(self.raw_file) and not self.raw_pruned_at and self.stats is not None
+
+    @property
+    def pyspy_settings(self) -> dict[str, int | bool]:
+        """Its py-spy settings, by name (runs.capture_settings)."""
+        return {name: getattr(self, name) for name in capture_settings.names()}
+
+    @property
+    def pyspy_command(self) -> str:
+        """What it asked of py-spy, as its page shows it (record or dump)."""
+        flags = capture_settings.switch_flags(self.pyspy_settings, kind=self.kind)
+        if self.kind == self.Kind.RECORD:
+            flags = ["--rate", str(self.rate), "--duration", str(self.duration), *flags]
+        return " ".join([self.kind, *flags])
 
     @property
     def lag_verdict(self) -> str | None:

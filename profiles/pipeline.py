@@ -157,16 +157,8 @@ def capture_refusal(capture: Capture) -> tuple[str, str] | None:
 
 
 def _record_settings(capture: Capture, native: bool | None = None) -> "remote.RecordSettings":
-    return remote.RecordSettings(
-        duration_s=capture.duration,
-        rate=capture.rate,
-        native=capture.native if native is None else native,
-        threads=capture.threads,
-        idle=capture.idle,
-        gil=capture.gil,
-        nonblocking=capture.nonblocking,
-        subprocesses=capture.subprocesses,
-    )
+    changes = {} if native is None else {"native": native}
+    return remote.RecordSettings.of(capture.pyspy_settings, **changes)
 
 
 def _execute_record(capture: Capture) -> str:

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 
 from config.params import PID_MAX
-from runs import remote
+from runs import capture_fields, remote
 from runs.models import Host, Run, RunProcess, Tag
 from runs.permissions import can_remove_any_comment
 from runs.services import LOCAL_OFF, host_target
@@ -35,41 +35,6 @@ from .states import (  # noqa: F401 — re-exported: the state machine's public 
 from .uploads import PreparedUpload, UploadTooLarge, upload_prepare
 
 log = logging.getLogger(__name__)
-
-RECORD_FIELDS = (
-    "duration",
-    "rate",
-    "native",
-    "threads",
-    "idle",
-    "gil",
-    "nonblocking",
-    "subprocesses",
-)
-
-
-def capture_validate_settings(
-    *, kind: str, duration: int, rate: int, native: bool = False, nonblocking: bool = False
-) -> None:
-    from django.conf import settings
-
-    if kind not in (Capture.Kind.RECORD, Capture.Kind.DUMP):
-        raise ValidationError({"kind": "kind must be record or dump"})
-    if not 1 <= duration <= settings.FLAMEDECK_MAX_DURATION_S:
-        raise ValidationError(
-            {"duration": f"duration must be 1–{settings.FLAMEDECK_MAX_DURATION_S} seconds"}
-        )
-    if not 1 <= rate <= 2000:
-        raise ValidationError({"rate": "rate must be 1–2000 samples per second"})
-    if kind == Capture.Kind.RECORD and native and nonblocking:
-        # py-spy refuses the pair at start ("Can't get native stack traces with the
-        # --nonblocking option"): say so before a worker is sent to find out.
-        raise ValidationError(
-            {
-                "nonblocking": "native stacks need py-spy to pause the process: "
-                "turn off native or non-blocking"
-            }
-        )
 
 
 def capture_create(
@@ -96,9 +61,9 @@ def capture_create(
         raise ValidationError({"pid": f"pid must be a whole number in 1..{PID_MAX}"})
     if host.is_local and not settings.FLAMEDECK_LOCAL_HOST:
         raise ValidationError({"host": LOCAL_OFF})
-    unknown = set(py_spy_settings) - set(RECORD_FIELDS) - {"dump_locals"}
-    if unknown:
-        raise ValidationError({"settings": f"unknown settings: {', '.join(sorted(unknown))}"})
+    if kind not in (Capture.Kind.RECORD, Capture.Kind.DUMP):
+        raise ValidationError({"kind": "kind must be record or dump"})
+    py_spy_settings = capture_fields.clean(py_spy_settings, kind=kind)
     capture = Capture(
         host=host,
         pid=pid,
@@ -110,13 +75,6 @@ def capture_create(
         requested_by=user,
         keyword_set=KeywordSet.objects.filter(is_default=True).first(),
         **py_spy_settings,
-    )
-    capture_validate_settings(
-        kind=capture.kind,
-        duration=capture.duration,
-        rate=capture.rate,
-        native=capture.native,
-        nonblocking=capture.nonblocking,
     )
     busy = capture_busy_with(host=host, pid=pid)
     if busy is not None:

@@ -1,5 +1,6 @@
 """The runs list's sparklines: per run, one series over its last few captures (the
-whole job's, or the rank captured most), never a line through two ranks."""
+whole job's, or the rank captured most), never a line through two ranks, drawn as
+polylines of its main categories."""
 
 from __future__ import annotations
 
@@ -83,3 +84,29 @@ def _rank_captured_most(captures: list[Measured]) -> tuple[str, list[dict[str, f
         for c in captures
         if keys[c.pk] == best
     ]
+
+
+SPARK_CATEGORIES = 3
+
+
+def sparkline(
+    series: tuple[str, list[dict[str, float]]] | None, width: int = 120, height: int = 26
+) -> dict | None:
+    """Polylines of the main categories' shares in one series (the whole job's, or one
+    rank's: never a line through two ranks), oldest to newest."""
+    if not series:
+        return None
+    name, points = series
+    main = sorted({c for p in points for c in p}, key=lambda c: -sum(p.get(c, 0) for p in points))
+    main = main[:SPARK_CATEGORIES]
+    top = max([point.get(c, 0) for point in points for c in main] + [1])
+    step = width / max(len(points) - 1, 1)
+    lines = []
+    for category in main:
+        xy = [
+            f"{i * step:.1f},{height - 2 - point.get(category, 0) / top * (height - 4):.1f}"
+            for i, point in enumerate(points)
+        ]
+        last = points[-1].get(category, 0)
+        lines.append({"category": category, "points": " ".join(xy), "last": last})
+    return {"series": name, "lines": lines, "count": len(points)}

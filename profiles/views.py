@@ -9,7 +9,6 @@ re-analyses are queued for the analysis worker.
 
 import gzip
 from collections.abc import Iterator
-from functools import wraps
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -24,28 +23,18 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from config.middleware import refusal
 from config.params import parse_id, query_id, query_page
 from runs.models import Host, Tag
-from runs.permissions import can_launch, can_remove_any_comment
+from runs.permissions import can_launch, can_remove_any_comment, launch_required
 from runs.services import tags_from_text
-from runs.views import launch_context
 
 from . import downloads, redact, services
 from .forms import CaptureTagsForm, CommentForm, ImportForm, KeywordSetForm, ReanalyzeForm
 from .models import Capture, Comment, Keyword, KeywordSet
+from .run_views import launch_context
 from .selectors import capture_rows
 from .uploads import UploadTooLarge
 
 CAPTURES_PER_PAGE = 50
 CHUNK = 64 * 1024
-
-
-def launch_required(view):
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not can_launch(request.user):
-            raise PermissionDenied("You need the launch permission (operators group).")
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 def _get_capture_for_user(user, pk: int, full: bool = False) -> Capture:
@@ -182,7 +171,7 @@ def capture_detail(request, pk: int):
             "pid": capture.pid,
             "run": capture.run_id,
             "process": capture.process_id,
-            "settings": {f: getattr(capture, f) for f in services.RECORD_FIELDS},
+            "settings": capture.pyspy_settings,
             "hasFlamegraph": bool(capture.flamegraph_file),
             "stats": _page_stats(capture),
         },

@@ -11,8 +11,8 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
+from config.api import api
 from config.api_fields import IdField, StrictIntegerField
-from runs.api import api
 from runs.models import Run, RunProcess
 
 from . import watch_api_schema as schema

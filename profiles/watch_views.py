@@ -9,8 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs.permissions import can_administer_hosts, can_launch
-from runs.views import host_admin_required, launch_required
+from runs.permissions import can_administer_hosts, can_launch, host_admin_required, launch_required
 
 from . import watch_selectors, watches
 from .models import Capture

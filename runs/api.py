@@ -2,25 +2,22 @@
 
 from datetime import timedelta
 
-from django.conf import settings
-from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from rest_framework import serializers, status
-from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from config.api import api
 from config.api_fields import StrictIntegerField
 from config.params import parse_pid
 
 from . import api_schema as schema
-from . import selectors, services
-from .forms import clean_capture_settings
+from . import capture_fields, selectors, services
 from .models import Host, Run, RunProcess
-from .permissions import CanLaunchOrReadOnly, redact_check
+from .permissions import redact_check
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -94,16 +91,6 @@ def run_json(run: Run) -> dict:
     }
 
 
-def api(methods: list[str], permissions=(CanLaunchOrReadOnly,)):
-    """A DRF function view that does its own auth (token or session), so the
-    login-redirect middleware steps aside and anonymous callers get 401/403."""
-
-    def decorate(func):
-        return login_not_required(api_view(methods)(permission_classes(permissions)(func)))
-
-    return decorate
-
-
 @schema.host_list(HostSerializer)
 @api(["GET", "POST"])
 def host_list(request):
@@ -174,9 +161,7 @@ def run_detail(request, pk: int):
         if not isinstance(request.data.get("capture_settings"), dict):
             raise ValidationError({"capture_settings": ["give an object of capture settings"]})
         try:
-            cleaned = clean_capture_settings(
-                request.data["capture_settings"], max_duration=settings.FLAMEDECK_MAX_DURATION_S
-            )
+            cleaned = capture_fields.remembered(request.data["capture_settings"])
         except DjangoValidationError as exc:
             raise _invalid(exc) from None
         services.run_capture_settings_save(run=run, settings_=cleaned)

@@ -21,6 +21,7 @@ from config.api_schema import (
     read_and_change,
 )
 
+from .capture_fields import RememberedSettingsSerializer
 from .models import Run
 
 HOSTS, RUNS = ["hosts"], ["runs"]
@@ -120,8 +121,8 @@ def run_detail_serializer(run_serializer: type[serializers.ModelSerializer]):
 
     class RunDetailSerializer(run_serializer):
         url = serializers.CharField(help_text="The run's page (a path).")
-        capture_settings = serializers.DictField(
-            help_text='What "Capture all" opens with next time (duration, rate, …).'
+        capture_settings = RememberedSettingsSerializer(
+            help_text='What "Capture all" opens with next time; empty until it was used.'
         )
         processes = ProcessSerializer(many=True, help_text="The run's processes.")
 
@@ -229,9 +230,9 @@ def run_detail(run_serializer):
     settings_body = inline_serializer(
         "RunCaptureSettings",
         {
-            "capture_settings": serializers.DictField(
-                help_text="duration, rate, native, threads, idle, gil, nonblocking, "
-                'subprocesses: what "Capture all" opens with next time.'
+            "capture_settings": RememberedSettingsSerializer(
+                help_text='What "Capture all" (and the run\'s capture buttons) open with '
+                "next time; refused like a whole-job capture's settings."
             )
         },
     )

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from config.form_fields import StrictIntegerFormField, StrictModelChoiceField
-from config.params import PID_MAX, parse_int, parse_pid
+from config.params import PID_MAX, parse_pid
 
 from .models import Host, Run
 from .permissions import OPERATOR_HOST_FIELDS, can_administer_hosts
@@ -108,22 +108,3 @@ class HostForm(forms.ModelForm):
             self.fields["transport"].choices = [
                 c for c in self.fields["transport"].choices if c[0] != Host.Transport.LOCAL
             ]
-
-
-CAPTURE_BOOLS = ("native", "threads", "idle", "gil", "nonblocking", "subprocesses")
-
-
-def clean_capture_settings(data: dict, *, max_duration: int) -> dict:
-    """The "Capture all" settings from a JSON body or form: duration, rate and the
-    py-spy switches, each checked (ValidationError naming the field)."""
-    cleaned = {
-        "duration": parse_int(data.get("duration", 30), name="duration", minimum=1,
-                              maximum=max_duration),
-        "rate": parse_int(data.get("rate", 20), name="rate", minimum=1, maximum=2000),
-    }  # fmt: skip
-    for name in CAPTURE_BOOLS:
-        value = data.get(name, name in ("native", "threads"))
-        if not isinstance(value, bool):
-            raise ValidationError({name: f"{name} must be true or false"})
-        cleaned[name] = value
-    return cleaned

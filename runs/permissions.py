@@ -9,7 +9,10 @@
   may also remove anyone's comment.
 """
 
+from functools import wraps
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from profiles.pyspy import redaction
@@ -35,6 +38,27 @@ def can_remove_any_comment(user: AbstractBaseUser | AnonymousUser | None) -> boo
     """Host admins and staff remove any comment (one person's comment must not take
     a page from everyone until its author deletes it)."""
     return bool(user and user.is_authenticated and (user.is_staff or can_administer_hosts(user)))
+
+
+def page_permission(allowed, refusal: str):
+    """A page-view decorator: 403 with `refusal` for users `allowed(user)` refuses."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not allowed(request.user):
+                raise PermissionDenied(refusal)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+# Pages for operators (the API's writes check the same, CanLaunchOrReadOnly).
+launch_required = page_permission(can_launch, "You need the launch permission (operators group).")
+# Pages that create hosts or change how they are reached.
+host_admin_required = page_permission(can_administer_hosts, "Creating hosts is for host admins.")
 
 
 def redact_check(check: dict | None, *, local: bool, user) -> dict:

@@ -2,14 +2,27 @@
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from config.params import parse_id
 
-from .forms import CAPTURE_BOOLS
+from . import capture_settings
 from .models import Host, Run, RunProcess
+
+
+def run_for_user(*, user, pk: int) -> Run:
+    """The run a page shows, or 404. Every logged-in user may see every run; this is
+    where a rule would go."""
+    return get_object_or_404(
+        Run.objects.select_related("created_by").prefetch_related("tags"), pk=pk
+    )
+
+
+def host_for_user(*, user, pk: int) -> Host:
+    """The host a page shows, or 404 (every logged-in user sees every host)."""
+    return get_object_or_404(Host, pk=pk)
 
 
 def host_by_id_or_name(value: object) -> Host | None:
@@ -66,18 +79,28 @@ def _plan(processes: list[RunProcess]) -> dict[str, Any]:
     }
 
 
-def capture_all_dialog(
-    *, run: Run, processes: list[RunProcess], defaults: dict[str, Any]
-) -> dict[str, Any]:
+def capture_settings_for(run: Run | None, *, job: bool) -> dict[str, Any]:
+    """What a capture of the run starts with: the settings "Capture all" remembered on
+    it, over a whole-job capture's defaults (`job`) or a one-process capture's. The
+    capture buttons and the "Capture all" dialog open with these."""
+    remembered = run.capture_settings if run is not None else {}
+    return {
+        name: remembered.get(name, default)
+        for name, default in capture_settings.defaults(job=job).items()
+    }
+
+
+def capture_all_dialog(*, run: Run, processes: list[RunProcess]) -> dict[str, Any]:
     """What the "Capture all" dialog opens with: the run's remembered settings and
     what it will touch (from the cached liveness; the dialog refreshes it)."""
-    remembered = {k: v for k, v in run.capture_settings.items() if k in defaults}
     return {
         "captureUrl": reverse("api:run_capture_all", args=[run.pk]),
         "runUrl": reverse("api:run_detail", args=[run.pk]),
         "checkUrl": reverse("api:run_check", args=[run.pk]),
-        "settings": {**defaults, **remembered, "kind": "record"},
-        "maxDuration": settings.FLAMEDECK_MAX_DURATION_S,
-        "bools": list(CAPTURE_BOOLS),
+        "settings": {
+            name: value
+            for name, value in capture_settings_for(run, job=True).items()
+            if name in capture_settings.names("record")  # a whole-job capture records
+        },
         "plan": _plan(processes),
     }

@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import replace
+from dataclasses import asdict, replace
 
-from runs import gpu
+from runs import capture_settings, gpu
 
 from . import guard
 from .model import (
@@ -127,11 +127,7 @@ def record_flags(settings: RecordSettings) -> list[str]:
     # stop on its own if the connection drops silently.
     flags = ["--rate", str(rate), "--duration", str(math.ceil(duration))]
     flags += ["--format", settings.format]
-    for name in ("native", "threads", "idle", "gil", "nonblocking", "subprocesses"):
-        value = getattr(settings, name)
-        if not isinstance(value, bool):
-            raise ValueError(f"{name} must be a bool, not {value!r}")
-        flags += [f"--{name}"] if value else []
+    flags += capture_settings.switch_flags(asdict(settings))  # --native, --threads, ...
     if not isinstance(settings.gpu, bool):
         raise ValueError(f"gpu must be a bool, not {settings.gpu!r}")
     return flags

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from runs import capture_settings
 
 Transport = Literal["local", "ssh"]
 Cause = Literal[
@@ -112,28 +115,33 @@ class Target:
 
 @dataclass(frozen=True)
 class RecordSettings:
-    """What `py-spy record` samples and how."""
+    """What `py-spy record` samples and how: one field per record setting of
+    runs.capture_settings (where each is explained), plus the output format and GPU
+    sampling. A capture passes every value (`of`); the defaults here are the seam's
+    own for direct callers (a short Python-only record), not the dashboard's."""
 
     duration_s: float = 10
     """Wall-clock seconds of sampling; flamedeck enforces it, not py-spy's --duration."""
     rate: int = 100
-    """Samples per second asked of py-spy."""
     native: bool = False
-    """Include native (C/C++/CUDA) frames."""
     threads: bool = True
-    """Prefix each stack with its thread id and name."""
     idle: bool = False
-    """Also keep samples of idle threads."""
     gil: bool = False
-    """Only keep samples of the thread holding the GIL."""
     nonblocking: bool = False
-    """Sample without pausing the process (less overhead, less accuracy)."""
     subprocesses: bool = False
-    """Also profile child processes."""
     format: Literal["raw", "speedscope"] = "raw"
     """Output format: collapsed stacks or a speedscope timeline."""
     gpu: bool = True
     """Also sample every GPU with nvidia-smi over the same window, when the host has it."""
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any], **changes: Any) -> RecordSettings:
+        """The record settings among a capture's `values` (by setting name)."""
+        fields = {
+            "duration_s" if name == "duration" else name: values[name]
+            for name in capture_settings.names("record")
+        }
+        return cls(**{**fields, **changes})
 
 
 MESSAGES: dict[str, str] = {

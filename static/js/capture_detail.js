@@ -1,7 +1,7 @@
 // Capture page: live progress, the findings and thread states (drawn by evidence.js),
 // the interactive flamegraph, stats tables, the lag chart, pinned comments, and the
 // view's state (threads, search, zoomed frame) in the URL so a pasted link opens the
-// same view (`?frame=NAME` zooms to a frame by name, as the group page links do).
+// same view (`?frame=NAME` zooms to a frame by name, as the whole-job capture page links do).
 // Untrusted frame names only ever reach the page through textContent.
 (function () {
   "use strict";

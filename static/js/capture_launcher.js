@@ -7,11 +7,96 @@
   const ctxNode = document.getElementById("launch-context");
   if (!ctxNode) return;
   const ctx = JSON.parse(ctxNode.textContent);
-  const BOOLS = ["native", "threads", "idle", "gil", "nonblocking", "subprocesses"];
   const watching = new Map();
+  const mounted = [];
   let panels = 0;
+  let tips = 0;
 
   const el = window.flamedeck.el;
+
+  // --- the py-spy settings, as the page's schema describes them ------------------
+  // ctx.schema is runs/capture_settings.py as JSON: each setting's name, label, help,
+  // type, bounds, defaults and the captures it applies to, and the pairs py-spy refuses.
+  const settingsOf = (schema, kind) => schema.settings.filter((s) => s.kinds.includes(kind));
+
+  function forKind(schema, values, kind) {
+    const picked = {};
+    for (const s of settingsOf(schema, kind)) if (s.name in values) picked[s.name] = values[s.name];
+    return picked;
+  }
+
+  // "30 s at 20 Hz, native, threads": what a capture button asks for.
+  function summary(schema, values) {
+    const on = settingsOf(schema, "record").filter((s) => s.type === "bool" && values[s.name]).map((s) => s.label);
+    return [`${values.duration} s at ${values.rate} Hz`, ...on].join(", ");
+  }
+
+  // The help of a setting as a tooltip that keyboards and screen readers get too: the
+  // input names it with aria-describedby, focus or hover shows it, Escape hides it.
+  function withTip(setting, input, ...label) {
+    const id = `setting-tip-${++tips}`;
+    input.setAttribute("aria-describedby", id);
+    const node = el("label", { class: "setting", "data-setting": setting.name }, ...label,
+      el("span", { class: "setting-mark", "aria-hidden": "true" }, "?"),
+      // A click on the tip must not toggle the checkbox its label holds.
+      el("span", { class: "setting-tip", role: "tooltip", id, onclick: (e) => e.preventDefault() }, setting.help));
+    node.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape" || node.classList.contains("tip-hidden")) return;
+      node.classList.add("tip-hidden");
+      event.preventDefault();
+      event.stopPropagation();  // a dialog stays open: the first Escape hides the tip
+    });
+    const reset = () => node.classList.remove("tip-hidden");
+    node.addEventListener("mouseleave", reset);
+    node.addEventListener("focusout", reset);
+    return node;
+  }
+
+  function settingControl(setting, value) {
+    const common = { name: setting.name, "data-kinds": setting.kinds.join(" ") };
+    if (setting.type === "bool") {
+      const box = el("input", { type: "checkbox", ...common, checked: Boolean(value) });
+      return withTip(setting, box, box, " " + setting.label);
+    }
+    const number = el("input", { type: "number", ...common, min: setting.minimum, max: setting.maximum, value, required: true });
+    return withTip(setting, number, setting.label + " ", number, setting.unit ? " " + setting.unit : "");
+  }
+
+  // Every setting of `kinds` as a control, in two rows (numbers, switches), with a line
+  // that says when the switches ask for a pair py-spy refuses. read(kind) gives the
+  // values of that kind's settings; fill(values) sets them; refused(kind) is the
+  // refusal's message, or "".
+  function settingsControls(schema, values, kinds) {
+    const shown = schema.settings.filter((s) => s.kinds.some((k) => kinds.includes(k)));
+    const controls = shown.map((s) => settingControl(s, values[s.name]));
+    const conflict = el("p", { class: "setting-conflict", role: "status", hidden: true });
+    const root = el("div", { class: "capture-settings" },
+      el("div", { class: "row numbers" }, ...controls.filter((_, i) => shown[i].type === "int")),
+      el("div", { class: "row bools" }, ...controls.filter((_, i) => shown[i].type === "bool")),
+      conflict);
+    const input = (name) => root.querySelector(`[name="${name}"]`);
+    const read = (kind) => Object.fromEntries(settingsOf(schema, kind).filter((s) => input(s.name)).map((s) =>
+      [s.name, s.type === "bool" ? input(s.name).checked : parseInt(input(s.name).value, 10)]));
+    function refused(kind) {
+      const on = read(kind);
+      const hit = schema.conflicts.find((c) => c.kinds.includes(kind) && c.settings.every((n) => on[n] === true));
+      conflict.hidden = !hit;
+      conflict.textContent = hit ? `py-spy refuses this: ${hit.message}.` : "";
+      return hit ? hit.message : "";
+    }
+    function fill(next) {
+      for (const s of shown) {
+        if (!(s.name in next)) continue;
+        if (s.type === "bool") input(s.name).checked = Boolean(next[s.name]);
+        else input(s.name).value = next[s.name];
+      }
+    }
+    // Settings of another kind than the one asked for are greyed out.
+    function useKind(kind) {
+      for (const node of root.querySelectorAll("[data-kinds]")) node.disabled = !node.dataset.kinds.split(" ").includes(kind);
+    }
+    return { root, read, fill, refused, useKind };
+  }
 
   // Earlier captures of this process (same RunProcess, or same host and pid) that
   // fell behind at a rate at or below the one asked for.
@@ -38,42 +123,34 @@
     return created;
   }
 
-  function readSettings(panel) {
-    const settings = { kind: panel.querySelector("[data-field=kind]:checked").value };
-    settings.duration = parseInt(panel.querySelector("[name=duration]").value, 10);
-    settings.rate = parseInt(panel.querySelector("[name=rate]").value, 10);
-    for (const name of BOOLS) settings[name] = panel.querySelector(`[name=${name}]`).checked;
-    if (settings.kind === "dump") settings.dump_locals = panel.querySelector("[name=dump_locals]").checked;
-    return settings;
-  }
-
   function advancedPanel(target, onStart) {
     const d = ctx.defaults;
     const warn = el("p", { class: "lagwarn", role: "status", hidden: true });
-    const rateInput = el("input", { type: "number", name: "rate", min: 1, max: 2000, value: d.rate });
     const kindName = `capture-kind-${++panels}`;  // radio groups are document-wide
+    const fields = settingsControls(ctx.schema, d, ["record", "dump"]);
+    const rateInput = fields.root.querySelector("[name=rate]");
+    const kind = () => panel.querySelector("[data-field=kind]:checked").value;
+    const startButton = el("button", { type: "button", class: "primary", onclick: () => onStart({ kind: kind(), ...fields.read(kind()) }) }, "Start capture");
     const panel = el("div", { class: "capture-panel", hidden: true },
       el("div", { class: "row" },
         el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "record", checked: true }), " record"),
-        el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "dump" }), " dump (stacks now)"),
-        el("label", { title: "py-spy dump --locals: each frame's local variables" }, el("input", { type: "checkbox", name: "dump_locals" }), " with locals (dump)")),
-      el("div", { class: "row" },
-        el("label", {}, "Duration ", el("input", { type: "number", name: "duration", min: 1, max: ctx.maxDuration, value: d.duration }), " s"),
-        el("label", {}, "Rate ", rateInput, " Hz")),
-      el("div", { class: "row bools" }, ...BOOLS.map((name) =>
-        el("label", {}, el("input", { type: "checkbox", name, checked: d[name] }), " " + name))),
+        el("label", {}, el("input", { type: "radio", name: kindName, "data-field": "kind", value: "dump" }), " dump (stacks now)")),
+      fields.root,
       warn,
       el("div", { class: "row" },
-        el("button", { type: "button", class: "primary", onclick: () => onStart(readSettings(panel)) }, "Start capture"),
+        startButton,
         el("button", { type: "button", onclick: () => { panel.hidden = true; } }, "Close")));
-    function refreshWarning() {
-      const w = lagWarning(target, parseInt(rateInput.value, 10) || 0);
+    function refresh() {
+      fields.useKind(kind());
+      startButton.disabled = Boolean(fields.refused(kind()));
+      const w = kind() === "record" && lagWarning(target, parseInt(rateInput.value, 10) || 0);
       warn.hidden = !w;
       warn.replaceChildren();
-      if (w) warn.append("⚠ " + w.text + " ", el("button", { type: "button", class: "linklike", onclick: () => { rateInput.value = w.recommended; refreshWarning(); } }, `use ${w.recommended} Hz`));
+      if (w) warn.append("⚠ " + w.text + " ", el("button", { type: "button", class: "linklike", onclick: () => { rateInput.value = w.recommended; refresh(); } }, `use ${w.recommended} Hz`));
     }
-    rateInput.addEventListener("input", refreshWarning);
-    refreshWarning();
+    panel.addEventListener("input", refresh);
+    panel.addEventListener("change", refresh);
+    refresh();
     return panel;
   }
 
@@ -99,16 +176,29 @@
       finally { if (button) button.disabled = false; }
     };
     const panel = advancedPanel(target, (settings) => start(settings));
-    const main = el("button", { type: "button", class: "primary capture-btn", title: `${d.duration} s at ${d.rate} Hz, native, threads` }, `Capture ${d.duration} s`);
+    const main = el("button", { type: "button", class: "primary capture-btn", title: summary(ctx.schema, d) }, `Capture ${d.duration} s`);
     main.addEventListener("click", () => {
       // A known-bad default rate opens the panel so the user sees the warning first.
       if (warning) { panel.hidden = false; keepInWindow(panel); return; }
-      start(Object.assign({}, d), main);
+      start({ kind: "record", ...forKind(ctx.schema, d, "record") }, main);
     });
     const more = el("button", { type: "button", class: "capture-more", title: "Advanced settings", "aria-label": "Advanced capture settings", onclick: () => { panel.hidden = !panel.hidden; keepInWindow(panel); } }, "▾");
     node.replaceChildren(main, more);
     if (warning) node.append(el("span", { class: "lagwarn-inline", title: warning.text }, `⚠ fell behind before; try ${warning.recommended} Hz`));
     node.append(panel);
+    if (!mounted.includes(node)) mounted.push(node);
+  }
+
+  // The buttons start with what "Capture all" last asked for on this run (the page
+  // came with it in ctx.defaults; the run page calls this when the dialog saves new ones).
+  function useDefaults(values) {
+    ctx.defaults = Object.assign({}, ctx.defaults, values);
+    for (const node of mounted) if (node.isConnected && node.querySelector(".capture-btn")) mount(node);
+    showSummary();
+  }
+
+  function showSummary() {
+    for (const node of document.querySelectorAll("[data-capture-summary]")) node.textContent = summary(ctx.schema, ctx.defaults);
   }
 
   // --- the dock: live progress of captures started from this page ---------------
@@ -180,6 +270,9 @@
     setTimeout(() => poll(id, card, bar), 1000);
   }
 
-  document.querySelectorAll(".capture-launch").forEach(mount);
-  fd.launcher = { mount, launch, watch, lagWarning, context: ctx };
+  if (ctx.schema) {
+    document.querySelectorAll(".capture-launch").forEach(mount);
+    showSummary();
+  }
+  fd.launcher = { mount, launch, watch, lagWarning, useDefaults, settingsControls, summary, context: ctx };
 })();

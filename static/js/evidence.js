@@ -1,5 +1,5 @@
 // The evidence a capture or a whole job stored at analysis time, drawn the same way
-// on the capture, group and compare pages: thread states as stacked bars and tables,
+// on the capture, whole-job capture and compare pages: thread states as stacked bars and tables,
 // findings as a ranked list, backticked text as code. Nothing here classifies a
 // sample: it arranges stored numbers. Frame names and advice are untrusted text (they
 // come from the profiled program): they only reach the page as text nodes and

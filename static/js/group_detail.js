@@ -1,6 +1,6 @@
-// Group page: every process side by side, live until every process ends (polling
-// the group's JSON), the straggler marked from the stored whole-job report, that
-// report (group_evidence.js), and the merged flamegraph of the processes
+// Whole-job capture page: every process side by side, live until every process ends
+// (polling the group's JSON), the straggler marked from the stored whole-job report,
+// that report (group_evidence.js), and the merged flamegraph of the processes
 // that have samples. Every text from the server goes in as text (frame names and
 // errors are untrusted).
 (function () {

@@ -1,4 +1,4 @@
-// The group page's evidence: the whole-job report the analysis stored on the group
+// The whole-job capture page's evidence: the whole-job report the analysis stored on the group
 // (profiles/group_report.py): findings first, the straggler explained by what it does
 // more, classes of ranks that behave alike, each rank's step-thread states. Until
 // every rank has ended there is no verdict, only the reason. Frames link to the

@@ -72,6 +72,7 @@
   const dialog = document.getElementById("capture-all-dialog");
   const dialogForm = document.getElementById("capture-all-form");
   const problem = document.getElementById("capture-all-error");
+  let lastPlan = ctx.plan;
 
   function showPlan(plan) {
     const hosts = `${plan.hosts} host${plan.hosts === 1 ? "" : "s"}`;
@@ -80,23 +81,20 @@
       : "No running process to capture: every process of this run has exited.";
     document.getElementById("capture-all-skipped").replaceChildren(...plan.skipped.map((p) =>
       el("li", {}, `Skipped: ${p.host}:${p.pid}${p.role ? " " + p.role : ""} — exited`)));
-    document.getElementById("capture-all-start").disabled = !plan.processes;
+    lastPlan = plan;
+    refresh();
   }
 
-  function fillForm(settings) {
-    dialogForm.elements.duration.value = settings.duration;
-    dialogForm.elements.rate.value = settings.rate;
-    for (const name of ctx.bools) dialogForm.elements[name].checked = Boolean(settings[name]);
-  }
-
-  function readForm() {
-    const settings = { duration: parseInt(dialogForm.elements.duration.value, 10), rate: parseInt(dialogForm.elements.rate.value, 10) };
-    for (const name of ctx.bools) settings[name] = dialogForm.elements[name].checked;
-    return settings;
-  }
+  // The same controls as a capture button's panel, built from the page's settings
+  // schema: a whole-job capture is a record, and opens with the run's remembered settings.
+  const fields = fd.launcher.settingsControls(fd.launcher.context.schema, ctx.settings, ["record"]);
+  document.getElementById("capture-all-settings").replaceChildren(fields.root);
+  const refresh = () => { document.getElementById("capture-all-start").disabled = !lastPlan.processes || Boolean(fields.refused("record")); };
+  dialogForm.addEventListener("input", refresh);
+  dialogForm.addEventListener("change", refresh);
 
   captureAll.addEventListener("click", () => {
-    fillForm(ctx.settings);
+    fields.fill(ctx.settings);
     showPlan(ctx.plan);
     problem.hidden = true;
     dialog.showModal();
@@ -107,6 +105,7 @@
     const json = { "Content-Type": "application/json" };
     await fd.fetchJson(ctx.runUrl, { method: "PATCH", headers: json, body: JSON.stringify({ capture_settings: settings }) });
     ctx.settings = settings;
+    fd.launcher.useDefaults(settings);  // the run's capture buttons follow what it remembered
     return fd.fetchJson(ctx.captureUrl, { method: "POST", headers: json, body: JSON.stringify(settings) });
   }
 
@@ -116,7 +115,7 @@
     const button = document.getElementById("capture-all-start");
     button.disabled = true;
     try {
-      const group = await start(readForm());
+      const group = await start(fields.read("record"));
       window.location.assign(`/groups/${group.id}/`);
     } catch (err) {
       const body = err.body;

@@ -15,8 +15,8 @@ from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
 from rest_framework.response import Response
 
+from config.api import api
 from profiles.jobs import capture_group_create
-from runs.api import api
 from runs.models import Host, Run, RunProcess
 from tests.profiles.test_views import imported
 

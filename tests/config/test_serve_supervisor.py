@@ -3,12 +3,12 @@
 injected clock, real child processes); the capture worker's threads come from the
 setting the request side checks whole-job captures against.
 
-The real thing (a killed worker restarted in 1 s) is tests/runs/test_serve.py."""
+The real thing (a killed worker restarted in 1 s) is tests/config/test_serve.py."""
 
 import shutil
 
-from runs.management.commands.serve import worker_children
-from runs.supervisor import MAX_BACKOFF_S, STABLE_S, Child, Supervisor
+from config.management.commands.serve import worker_children
+from config.supervisor import MAX_BACKOFF_S, STABLE_S, Child, Supervisor
 
 TRUE = shutil.which("true") or "/bin/true"
 

@@ -99,6 +99,70 @@ def test_every_layer_names_a_module_that_exists():
     assert all(_module_file(name) for name in PATH_MODULES)
 
 
+# --- app to app ------------------------------------------------------------------------
+# `profiles` (captures) imports `runs` (hosts, runs, the remote seam), never the reverse,
+# not even through a `config` module: what shows or launches captures on a run's or a
+# host's page lives in profiles (run_views.py), the commands that run the whole product
+# in config (serve, bootstrap, preflight). The one exception is the engine,
+# `profiles.pyspy`, a standard-library package that imports nothing of either app.
+
+ENGINE = "profiles.pyspy"
+
+
+def _own(module: str) -> bool:
+    return module.split(".")[0] in ("runs", "profiles", "config")
+
+
+def _app_files(app: str) -> list[Path]:
+    return sorted((ROOT / app).rglob("*.py"))
+
+
+def paths_into_profiles(start: Path, package: str | None = None) -> list[str]:
+    """Every import chain from `start` (a module of `package`) into a profiles module
+    other than the engine, following runs and config modules on the way."""
+    found, seen = [], set()
+    stack = [(start, [start.name], package)]
+    while stack:
+        path, chain, package = stack.pop()
+        for target in sorted(t for t in imports_of(path, package) if _own(t)):
+            if target.split(".")[0] == "profiles":
+                if not (target == ENGINE or target.startswith(f"{ENGINE}.")):
+                    found.append(" -> ".join([*chain, target]))
+            elif target not in seen and (file := _module_file(target)):
+                seen.add(target)
+                stack.append((file, [*chain, target], None))
+    return found
+
+
+def test_runs_never_imports_profiles_not_even_through_config():
+    wrong = [
+        f"{path.relative_to(ROOT)}: {chain}"
+        for path in _app_files("runs")
+        for chain in paths_into_profiles(path)
+    ]
+    assert wrong == []
+
+
+def test_the_engine_imports_nothing_of_either_app():
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {target}"
+        for path in sorted((ROOT / "profiles" / "pyspy").rglob("*.py"))
+        for target in imports_of(path)
+        if _own(target) and not target.startswith(ENGINE)
+    ]
+    assert wrong == []
+
+
+def test_the_app_guard_follows_imports_through_config(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("def ready():\n    import config.checks\nfrom profiles.pyspy import raw\n")
+    chains = paths_into_profiles(probe, package="runs")
+    # config.checks reads the state rules of profiles.pipeline: a runs module that
+    # imported it would close the circle; the engine (profiles.pyspy) is allowed.
+    assert chains and all("config.checks -> profiles.pipeline" in c for c in chains)
+    assert not any(c.endswith("profiles.pyspy.raw") for c in chains)
+
+
 # --- pages only read ----------------------------------------------------------------
 # What a page shows about a capture or a whole job was computed at analysis time and
 # stored: modules that serve pages and the API (views, APIs, selectors, template tags)

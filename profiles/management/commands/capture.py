@@ -7,6 +7,7 @@ from django.db import transaction
 from config.params import PID_MAX, cli_int
 from profiles import pipeline, services
 from profiles.models import Capture
+from runs import capture_fields
 from runs.models import Run
 from runs.selectors import host_by_id_or_name
 
@@ -21,20 +22,15 @@ class Command(BaseCommand):
         parser.add_argument("--host", required=True, help="host name, or id (ASCII digits)")
         parser.add_argument("--pid", type=cli_int(minimum=1, maximum=PID_MAX), required=True)
         parser.add_argument("--kind", choices=["record", "dump"], default="record")
-        parser.add_argument("--duration", type=cli_int(minimum=1), default=30)
-        parser.add_argument("--rate", type=cli_int(minimum=1, maximum=2000), default=20)
         parser.add_argument("--run", type=cli_int(minimum=1), help="run id to file it under")
-        for flag in ("idle", "gil", "nonblocking", "subprocesses"):
-            parser.add_argument(f"--{flag}", action="store_true")
-        parser.add_argument("--no-native", dest="native", action="store_false")
-        parser.add_argument("--no-threads", dest="threads", action="store_false")
         parser.add_argument("--queue", action="store_true", help="let a worker run it")
+        capture_fields.add_arguments(parser)  # --duration, --rate, --native/--no-native, ...
 
     def handle(self, *args, host: str, pid: int, kind: str, run: int | None, queue: bool, **opts):
         target = host_by_id_or_name(host)  # a name, else an id read by config.params
         if target is None:
             raise CommandError(f"no host {host!r}")
-        settings = {k: opts[k] for k in services.RECORD_FIELDS}
+        settings = capture_fields.given_options(opts)
         run_obj = Run.objects.filter(pk=run).first() if run else None
         try:
             with transaction.atomic():

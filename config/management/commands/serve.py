@@ -12,7 +12,7 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from runs.supervisor import Child, Supervisor
+from config.supervisor import Child, Supervisor
 
 
 def _celery(*args: str) -> list[str]:

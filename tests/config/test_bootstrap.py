@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from runs.management.commands.bootstrap import password_file
+from config.management.commands.bootstrap import password_file
 
 pytestmark = pytest.mark.django_db
 
