@@ -3,7 +3,7 @@ PY := .venv/bin/python
 PORT ?= 8000
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup run test lint format screenshots bench worker static docs
+.PHONY: setup run test test-fast lint format screenshots bench worker static docs
 
 .venv/.installed: pyproject.toml
 	python3 -m venv .venv
@@ -33,8 +33,17 @@ static: setup
 	COMPRESS_OFFLINE=1 $(PY) manage.py compress --force
 	$(PY) -m whitenoise.compress -q $${FLAMEDECK_VAR_DIR:-var}/static/CACHE
 
+# The whole suite, the 25 slowest tests printed at the end. One process: on 2 cores the
+# suite is CPU-bound and pytest-xdist made it slower (docs/development.md); on a bigger
+# machine, PYTEST_ARGS="-n 4" (tests marked `alone` then run with nothing beside them).
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+
+# The edit loop: engine, models, views and API, on whatever database answers; no
+# browser, sshd, Celery worker or real sampling. Two processes (it waits on the database
+# more than it computes).
+test-fast: setup
+	$(PY) -m pytest -n 2 -m "not (browser or sshd or services or slow)" $(PYTEST_ARGS)
 
 # The documentation site (mkdocs.yml) into var/site/; strict: a broken link or anchor,
 # or a page missing from the navigation, fails the build.

@@ -19,7 +19,15 @@ for variable, port, url in (
     elif os.environ.get("CI"):
         # CI must test on the real services, never pass on the embedded fallbacks.
         raise ImproperlyConfigured(f"CI: nothing answers on 127.0.0.1:{port} for {variable}")
-# A queue of its own, so no message from an earlier run reaches this run's workers.
+# A queue and a var dir of its own, so no message from an earlier run, or from another
+# test process, reaches this process's workers. pytest-xdist's workers inherit the
+# controller's environment: a worker drops what it inherited and sets its own, and
+# the processes a test starts (Celery workers, `manage.py`) inherit their worker's.
+_OWNER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+if os.environ.get("FLAMEDECK_TEST_OWNER", _OWNER) != _OWNER:
+    for inherited in ("CELERY_QUEUE", "FLAMEDECK_VAR_DIR"):
+        os.environ.pop(inherited, None)
+os.environ["FLAMEDECK_TEST_OWNER"] = _OWNER
 os.environ.setdefault("CELERY_QUEUE", f"flamedeck-test-{os.getpid()}")
 os.environ.setdefault("FLAMEDECK_VAR_DIR", tempfile.mkdtemp(prefix="flamedeck-test-"))
 

@@ -234,8 +234,12 @@ def test_bad_integer_query_values_on_every_url_never_answer_500(world, corpus):
         url = _fill(route, world["ids"], None)
         if url is None:
             continue
-        for name in QUERY_NAMES:
-            for value in BAD_INTS:
+        # Each bad value in every name at once, then each name on its own (the values
+        # in turn): a page that refuses one name first cannot hide a crash on another.
+        for value in BAD_INTS:
+            corpus.send("superuser", "get", url, data=dict.fromkeys(QUERY_NAMES, value))
+        for index, name in enumerate(QUERY_NAMES):
+            for value in (BAD_INTS[index % len(BAD_INTS)], BAD_INTS[(index + 3) % len(BAD_INTS)]):
                 corpus.send("superuser", "get", url, data={name: value})
         corpus.send("viewer", "get", url, data={"a": world["done"].pk, "b": world["failed"].pk})
         corpus.send("viewer", "get", url, data={"thread": "x" * 5000, "capture": ["1", "²"]})

@@ -189,10 +189,13 @@ def _is_python(command: str) -> bool:
 def parse_ps(text: str) -> list[ProcessInfo]:
     """Python processes from `ps_argv`'s output: `ps -eo pid=,ppid=,user=,pcpu=,nlwp=,args=`
     lines, then (after ENV_MARKER) `PID NAME=NUMBER` lines for RANK_VARIABLES."""
-    listing, _, env_text = text.partition(ENV_MARKER)
-    env = _rank_variables(env_text)
+    # The marker is a line of its own: the `sh -c` that prints it, and any other
+    # listing running on the host at the same time, carry it inside their command line.
+    lines = text.splitlines()
+    cut = lines.index(ENV_MARKER) if ENV_MARKER in lines else len(lines)
+    env = _rank_variables(lines[cut + 1 :])
     found = []
-    for line in listing.splitlines():
+    for line in lines[:cut]:
         parts = line.split(None, 5)
         if len(parts) == 6 and parts[0].isdigit() and _is_python(parts[5]):
             with contextlib.suppress(ValueError):
@@ -203,9 +206,9 @@ def parse_ps(text: str) -> list[ProcessInfo]:
     return found
 
 
-def _rank_variables(text: str) -> dict[int, dict[str, int]]:
+def _rank_variables(lines: list[str]) -> dict[int, dict[str, int]]:
     env: dict[int, dict[str, int]] = {}
-    for line in text.splitlines():
+    for line in lines:
         pid, _, pair = line.strip().partition(" ")
         name, _, value = pair.partition("=")
         if pid.isdigit() and name in RANK_VARIABLES and value.isdigit():

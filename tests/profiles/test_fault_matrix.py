@@ -197,6 +197,7 @@ def _hosts(py_spy: str, down_port: int, silent_port: int) -> dict[str, Host]:
     return {name: Host.objects.create(name=name, **spec) for name, spec in specs.items()}
 
 
+@pytest.mark.alone
 def test_every_fault_ends_in_a_named_state_in_time_with_no_sampler_left(
     api, sshd, tmp_path, capsys
 ):

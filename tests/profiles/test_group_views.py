@@ -145,13 +145,14 @@ def test_a_process_py_spy_has_not_attached_to_reads_attaching_and_holds_the_skew
                           "behind_s": 0.0, "expected_samples": 0}  # fmt: skip
     attaching.save()
     others = group.captures.exclude(pk=attaching.pk)
-    others.update(sampling_started_at=timezone.now())
+    started = timezone.now()
+    others.update(sampling_started_at=started)
     data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
     row = data["rows"][0]
     assert row["attaching"] is True and row["status"] == "running"
     assert data["start_skew_s"] is None  # not before every process has started
     assert teammate_client.get(f"/api/groups/{group.pk}/").json()["start_skew_s"] is None
-    attaching.sampling_started_at = timezone.now() + timezone.timedelta(seconds=0.4)
+    attaching.sampling_started_at = started + timezone.timedelta(seconds=0.4)
     attaching.save()
     data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
     assert data["rows"][0]["attaching"] is False

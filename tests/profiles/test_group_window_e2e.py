@@ -132,6 +132,7 @@ def _assert_each_sampled_its_window(captures: list[Capture], figures: str) -> No
     assert sum(samples.values()) >= 0.85 * sum(expected.values()), (samples, expected, figures)
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("workloads", [8], indirect=True)
 def test_eight_ranks_on_one_host_sample_the_same_window(workloads, tmp_path):
     worker = WorkerProcess(tmp_path / "w.log")
@@ -145,6 +146,7 @@ def test_eight_ranks_on_one_host_sample_the_same_window(workloads, tmp_path):
     _assert_same_window(group, wall_s, pids)
 
 
+@pytest.mark.alone
 @pytest.mark.sshd
 @pytest.mark.parametrize("workloads", [32], indirect=True)
 def test_thirty_two_processes_on_four_hosts_sample_the_same_window_over_four_connections(

@@ -20,6 +20,7 @@ LINE = re.compile(
 )
 
 
+@pytest.mark.alone
 @pytest.mark.services
 def test_eight_ranks_sample_in_one_window_on_make_runs_embedded_defaults():
     outside = ("DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "FLAMEDECK_VAR_DIR")

@@ -62,6 +62,21 @@ def test_parse_ps_attaches_only_numeric_rank_variables_to_their_process():
     assert (rank.ppid, rank.rank, rank.local_rank, rank.world_size) == (10, 3, 1, 16)
 
 
+def test_a_listing_running_beside_this_one_does_not_cut_it_short():
+    """Another `ps` listing on the host (a second user, a second worker) shows up in
+    this one with the marker inside its command line; only the marker's own line
+    ends the listing."""
+    other = f"sh -c printf '%s\\n' {ENV_MARKER} >&2"
+    text = (
+        f"   5   1 root 0.0 1 {other}\n"
+        "  10   1 u 0.0 1 python -m torch.distributed.run train.py\n"
+        "  11  10 u 99.0 9 /usr/bin/python3 train.py\n"
+        f"{ENV_MARKER}\n"
+        "11 RANK=3\n"
+    )
+    assert [(p.pid, p.rank) for p in parse_ps(text)] == [(10, None), (11, 3)]
+
+
 def _check_tree(target: Target, launcher: tuple[int, list[int]]) -> None:
     found = {p.pid: p for p in list_processes(target)}
     parent, ranks = launcher
