@@ -25,20 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from .compare import ShareSide, newcombe_interval, share_side
+from .state_rules import STATES
 
-STATES = (
-    "compute",
-    "gpu_launch",
-    "gpu_sync",
-    "host_sync",
-    "allocator",
-    "collective",
-    "data_wait",
-    "backpressure",
-    "gil",
-    "idle",
-    "unknown",
-)
 CHANGED = "changed"
 UNCHANGED = "unchanged"
 TOO_FEW = "too few samples"
