@@ -35,6 +35,10 @@ def capture_ended_received(*, capture_id: int, **_: Any) -> None:
 
 def group_report_update(*, group_id: int) -> dict[str, Any] | None:
     """Compute and store the group's report when every rank has ended; else None."""
+    # One cheap question first: each of a 64-rank group's ranks asks as it ends, and only
+    # the last one needs the ranks' stats.
+    if Capture.objects.filter(group_id=group_id).exclude(status__in=Capture.FINAL).exists():
+        return None
     group = CaptureGroup.objects.select_related("run").filter(pk=group_id).first()
     if group is None:
         return None
