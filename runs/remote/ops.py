@@ -192,7 +192,7 @@ def parse_ps(text: str) -> list[ProcessInfo]:
     # The marker is a line of its own: the `sh -c` that prints it, and any other
     # listing running on the host at the same time, carry it inside their command line.
     lines = text.splitlines()
-    cut = lines.index(ENV_MARKER) if ENV_MARKER in lines else len(lines)
+    cut = next((i for i, line in enumerate(lines) if line.strip() == ENV_MARKER), len(lines))
     env = _rank_variables(lines[cut + 1 :])
     found = []
     for line in lines[:cut]:
