@@ -117,6 +117,10 @@ def state_counts(view: RankView, state: str) -> tuple[int, int]:
     return view.pooled.states.get(state, 0), view.pooled.samples
 
 
+def function_counts(view: RankView, function: str) -> tuple[int, int]:
+    return function_samples(view, function), view.pooled.samples
+
+
 def explain(rank: RankView, others: Sequence[RankView]) -> list[Explanation]:
     """What `rank` does more than `others` pooled, beyond noise, largest first."""
     # Shares of the samples seen (without idle samples, of the time each was running):
@@ -124,7 +128,7 @@ def explain(rank: RankView, others: Sequence[RankView]) -> list[Explanation]:
     total = sum(o.pooled.samples for o in others)
     items: list[Explanation] = []
     for function, (samples, frame) in rank.functions.items():
-        theirs = sum(_function_samples(o, function) for o in others)
+        theirs = sum(function_samples(o, function) for o in others)
         item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
         if item is not None:
             items.append({**item, "function": function})
@@ -158,7 +162,7 @@ def _difference(frame: str, mine: tuple[int, int], theirs: tuple[int, int]) -> E
     }
 
 
-def _function_samples(view: RankView, function: str) -> int:
+def function_samples(view: RankView, function: str) -> int:
     """The function's samples on that rank; when its lists were cut, the most it can
     have (so a delta is never overstated)."""
     found = view.functions.get(function)

@@ -122,6 +122,25 @@ def test_ranks_split_into_classes_only_beyond_noise_and_the_gap():
     assert len(analyze_job([*near, far])["classes"]) == 2
 
 
+def test_a_rank_with_the_same_states_but_a_function_of_its_own_is_a_class_of_its_own():
+    """As in a live 4-rank gloo job: the slow rank spent 31% of its step thread in
+    `metric_per_sample` (0% elsewhere), yet its states were within the gap of the
+    others' (64% vs 54% compute), so the page read 'ranks 0-3' and named nothing."""
+    ranks = [(f"rank-{i}", rank(450, functions=BASE, compute=540)) for i in range(3)]
+    slow = {**BASE, "metric_per_sample (train.py)": 310}
+    ranks.append(("rank-3", rank(350, functions=slow, compute=640)))
+    report = analyze_job(ranks)
+    assert report["straggler"] is None  # the waits differ by 10 points, not beyond them
+    classes = report["classes"]
+    assert [c["ranks"] for c in classes] == [["rank-0", "rank-1", "rank-2"], ["rank-3"]]
+    assert classes[1]["distinctive"]["function"] == "metric_per_sample (train.py)"
+    assert classes[1]["label"].endswith("; 31% in `metric_per_sample (train.py)`")
+    # Within the gap (beyond noise or not), a function's share keeps ranks together.
+    near = {**BASE, "metric_per_sample (train.py)": 50}
+    ranks[3] = ("rank-3", rank(450, functions=near, compute=540))
+    assert len(analyze_job(ranks)["classes"]) == 1
+
+
 def test_a_rule_on_some_ranks_only_names_them_and_one_on_all_pools_them():
     ranks = [(f"rank-{i}", rank(300)) for i in range(3)]
     ranks.append(("rank-3", rank(300, host_sync=200)))
