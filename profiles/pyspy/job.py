@@ -17,10 +17,10 @@ the app runs this from stored stats without the raw samples.
   pairs of its step threads whose share exceeds the others' pooled share over the
   whole interval, by at least EXPLAIN_MIN points, largest first.
 - Classes: ranks alike in their step threads' states and user functions (no state's
-  or function's share differs beyond noise by more than CLASS_GAP points from the
-  class's first rank) form one class, labelled by its main state and call site and by
-  the user function that sets it apart from the other ranks, if any: 64 ranks read as
-  a few lines.
+  share differs beyond noise by more than CLASS_GAP points from the class's first
+  rank, nor does a function's that one of the two hardly runs) form one class,
+  labelled by its main state and call site and by the user function that sets it
+  apart from the other ranks, if any: 64 ranks read as a few lines.
 - Findings: every rule of findings.py on the step threads of all ranks added up, and
   on each rank alone (a rule that holds on some ranks only names them), plus the
   `straggler` finding.
@@ -145,14 +145,18 @@ def rank_classes(views: Sequence[RankView]) -> list[JobClass]:
 
 
 def alike(first: RankView, view: RankView) -> bool:
-    """No state's share, and no user function's, differs beyond noise by more than
-    CLASS_GAP points: a rank that spends a third of its step in a function the others
-    never run is not like them, even where its states look the same."""
+    """No state's share differs beyond noise by more than CLASS_GAP points, and no user
+    function that one of them hardly runs (under DISTINCT_OTHERS percent) takes more
+    than CLASS_GAP points beyond noise on the other: a rank that spends a third of its
+    step in a function the others never run is not like them, even where its states
+    look the same. (A function both run at different shares shows in the states.)"""
     if not first.pooled.samples or not view.pooled.samples:
         return first.pooled.samples == view.pooled.samples
     pairs = [(state_counts(first, state), state_counts(view, state)) for state in STATES]
     for function in first.functions.keys() | view.functions.keys():
-        pairs.append((function_counts(first, function), function_counts(view, function)))
+        mine, theirs = function_counts(first, function), function_counts(view, function)
+        if 100 * min(mine[0] / mine[1], theirs[0] / theirs[1]) < DISTINCT_OTHERS:
+            pairs.append((mine, theirs))
     for mine, theirs in pairs:
         low, high = newcombe_interval(mine, theirs)
         if 100 * low > CLASS_GAP or 100 * high < -CLASS_GAP:

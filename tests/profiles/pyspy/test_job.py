@@ -139,6 +139,12 @@ def test_a_rank_with_the_same_states_but_a_function_of_its_own_is_a_class_of_its
     near = {**BASE, "metric_per_sample (train.py)": 50}
     ranks[3] = ("rank-3", rank(450, functions=near, compute=540))
     assert len(analyze_job(ranks)["classes"]) == 1
+    # A function every rank runs, at different shares, splits nothing by itself: the
+    # states say what differs (a label could not name it as the class's own).
+    ranks = [(f"rank-{i}", rank(450, functions={**BASE, "log (train.py)": 400}, compute=540))
+             for i in range(3)]  # fmt: skip
+    ranks.append(("rank-3", rank(450, functions={**BASE, "log (train.py)": 150}, compute=540)))
+    assert len(analyze_job(ranks)["classes"]) == 1
 
 
 def test_a_rule_on_some_ranks_only_names_them_and_one_on_all_pools_them():
