@@ -33,9 +33,10 @@ static: setup
 	COMPRESS_OFFLINE=1 $(PY) manage.py compress --force
 	$(PY) -m whitenoise.compress -q $${FLAMEDECK_VAR_DIR:-var}/static/CACHE
 
-# The whole suite, the 25 slowest tests printed at the end. One process: on 2 cores the
-# suite is CPU-bound and pytest-xdist made it slower (docs/development.md); on a bigger
-# machine, PYTEST_ARGS="-n 4" (tests marked `alone` then run with nothing beside them).
+# The whole suite, the 25 slowest tests printed at the end. One process, for CI: two
+# (PYTEST_ARGS="-n 2") took two thirds of the time on 2 cores, but CI stays serial until
+# more runs show no timing bound flakes beside a second test (docs/development.md).
+# Tests marked `alone` run with nothing beside them under xdist.
 test: setup
 	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
