@@ -176,12 +176,31 @@ def describe_class(group: Sequence[RankView], views: Sequence[RankView]) -> JobC
         label += f"{main['percent']:.0f}% {main['state']}" + (f" at {site}" if site else "")
     if distinct is not None:
         label += f"; {distinct['percent']:.0f}% in `{distinct['function']}`"
+    elif rest and main is not None:
+        label += _apart(pooled, pool_views(rest), main["state"])
     return {
         "ranks": [v.name for v in group],
         "label": label,
         "states": [{"state": s["state"], "percent": s["percent"]} for s in states],
         "distinctive": distinct,
     }
+
+
+def _apart(mine: Pooled, theirs: Pooled, main: str) -> str:
+    """`; collective 2% (the other ranks 75%)`: the state whose share differs most from
+    the other ranks', when it is not the class's main state (the label gives that one)
+    and differs by more than CLASS_GAP points; else ``."""
+    if not mine.samples or not theirs.samples:
+        return ""
+    shares = {
+        state: (100 * mine.states.get(state, 0) / mine.samples,
+                100 * theirs.states.get(state, 0) / theirs.samples)
+        for state in STATES
+    }  # fmt: skip
+    state, (percent, others) = max(shares.items(), key=lambda kv: abs(kv[1][0] - kv[1][1]))
+    if state == main or abs(percent - others) <= CLASS_GAP:
+        return ""
+    return f"; {state} {percent:.0f}% (the other ranks {others:.0f}%)"
 
 
 def _distinctive(group: Sequence[RankView], rest: Sequence[RankView]) -> Explanation | None:

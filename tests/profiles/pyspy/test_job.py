@@ -122,6 +122,21 @@ def test_ranks_split_into_classes_only_beyond_noise_and_the_gap():
     assert len(analyze_job([*near, far])["classes"]) == 2
 
 
+def test_a_class_split_by_a_state_says_which_state_and_by_how_much():
+    """Split off by a state other than its main one, a class says how it differs: the
+    live hostsync job's rank 1 read '57% compute' beside '49% compute' and nothing else."""
+    ranks = [(f"rank-{i}", rank(380, compute=490, host_sync=130)) for i in (0, 2, 3)]
+    ranks.append(("rank-1", rank(170, compute=570, host_sync=260)))
+    classes = analyze_job(sorted(ranks))["classes"]
+    assert [c["ranks"] for c in classes] == [["rank-0", "rank-2", "rank-3"], ["rank-1"]]
+    assert classes[0]["label"].endswith("% compute; collective 38% (the other ranks 17%)")
+    assert classes[1]["label"].endswith("% compute; collective 17% (the other ranks 38%)")
+    # Where the main state is what differs, the label says it once.
+    ranks[-1] = ("rank-1", rank(600, compute=390, host_sync=10))
+    labels = [c["label"] for c in analyze_job(sorted(ranks))["classes"]]
+    assert labels[1] == "rank 1: 60% collective", labels
+
+
 def test_a_rank_with_the_same_states_but_a_function_of_its_own_is_a_class_of_its_own():
     """As in a live 4-rank gloo job: the slow rank spent 31% of its step thread in
     `metric_per_sample` (0% elsewhere), yet its states were within the gap of the
