@@ -192,18 +192,27 @@ def _comments_for_viewer(capture: Capture, user) -> list[Comment]:
     return comments
 
 
-def _previous_captures(capture: Capture) -> dict[str, int | None]:
-    """The latest earlier done capture of the same process and of the same run."""
+def _previous_captures(capture: Capture) -> dict[str, int | str | None]:
+    """The latest earlier done capture of the same process, and of the same run: of the
+    same role there when the capture has one (a job restarted under new PIDs keeps its
+    roles), never another rank of the same whole-job capture (a peer, not a before)."""
     earlier = (
         Capture.objects.filter(status=Capture.Status.DONE, queued_at__lt=capture.queued_at)
         .exclude(kind=Capture.Kind.DUMP)
         .order_by("-queued_at")
         .values_list("pk", flat=True)
     )
+    if capture.group_id:
+        earlier = earlier.exclude(group_id=capture.group_id)
     same_process = _same_process(capture) if capture.host_id else Q(pk__in=[])
+    role = capture.process.role if capture.process_id else ""
+    in_run = earlier.filter(run_id=capture.run_id)
+    if role:
+        in_run = in_run.filter(process__role=role)
     return {
         "process": earlier.filter(same_process).first() if capture.host_id else None,
-        "run": earlier.filter(run_id=capture.run_id).first() if capture.run_id else None,
+        "run": in_run.first() if capture.run_id else None,
+        "role": role,
     }
 
 

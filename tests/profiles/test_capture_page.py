@@ -90,6 +90,40 @@ def test_the_capture_page_links_to_the_previous_capture_of_its_process_and_run(
     assert 'id="compare-pick"' in html
 
 
+def test_a_ranks_run_link_is_the_same_role_before_never_a_peer_of_its_own_job(
+    teammate_client, teammate
+):
+    """A job restarted under new PIDs keeps its roles: rank-3's "previous capture of
+    this run" is rank-3's in the earlier whole-job capture, not rank-2's beside it."""
+    from runs.models import RunProcess
+
+    host = Host.objects.get(name="local")
+    run = Run.objects.create(name="job")
+    rows = {}
+    for job, pids in enumerate(((100, 103), (200, 203))):
+        group = CaptureGroup.objects.create(run=run)
+        for role, pid in zip(("rank-0", "rank-3"), pids, strict=True):
+            process = RunProcess.objects.create(run=run, host=host, pid=pid, role=role)
+            capture = imported(teammate, run=run)
+            Capture.objects.filter(pk=capture.pk).update(
+                host=host, pid=pid, process=process, group=group
+            )
+            rows[job, role] = capture
+    newest = rows[1, "rank-3"]
+    html = teammate_client.get(newest.get_absolute_url()).content.decode()
+    compare = reverse("compare:compare")
+    before = rows[0, "rank-3"].pk
+    assert (
+        f'href="{compare}?a={before}&amp;b={newest.pk}" id="compare-run">'
+        f"the previous capture of rank-3 in this run (#{before})</a>"
+    ) in html
+    assert 'id="compare-process"' not in html  # new PIDs: no earlier capture of them
+    first = rows[0, "rank-3"]
+    html = teammate_client.get(first.get_absolute_url()).content.decode()
+    assert 'id="compare-run"' not in html  # rank-0 beside it is a peer, not a before
+    assert "no earlier capture of rank-3 in this run" in html
+
+
 def test_navigation_offers_compare_and_trends(teammate_client):
     html = teammate_client.get(reverse("profiles:capture_list")).content.decode()
     assert f'href="{reverse("compare:compare")}"' in html
