@@ -1,7 +1,11 @@
 """A real Python workload for py-spy: named CPU threads plus one waiting thread.
 
 Threads `target-0` .. `target-{N-1}` run CPU work three functions deep
-(`train_step` -> `forward` -> `matmul_like`); thread `waiter` blocks on an Event.
+(`train_step` -> `forward` -> `matmul_like`) in bursts of about 2 ms, each followed by
+10 ms asleep in `train_step`; thread `waiter` blocks on an Event. A target thread keeps
+about a fifth of a core busy, not all of one: a test that runs several workloads (the
+fault matrix runs six) leaves this 2-core machine to the product it tests. Without
+`--idle` every sample py-spy keeps is in the CPU work.
 Prints `workload ready pid=<pid>` once every thread runs.
 
 Run: `python tests/support/workload.py [--threads N] [--exit-after SECONDS]`.
@@ -34,7 +38,7 @@ def forward(size: int) -> int:
 def train_step(stop: threading.Event) -> None:
     while not stop.is_set():
         forward(20_000)
-        time.sleep(0.001)  # leave the CPU to py-spy now and then
+        time.sleep(0.010)
 
 
 def main() -> None:
