@@ -33,12 +33,11 @@ static: setup
 	COMPRESS_OFFLINE=1 $(PY) manage.py compress --force
 	$(PY) -m whitenoise.compress -q $${FLAMEDECK_VAR_DIR:-var}/static/CACHE
 
-# The whole suite, the 25 slowest tests printed at the end. One process, for CI: two
-# (PYTEST_ARGS="-n 2") took two thirds of the time on 2 cores, but CI stays serial until
-# more runs show no timing bound flakes beside a second test (docs/development.md).
-# Tests marked `alone` run with nothing beside them under xdist.
+# The whole suite in two processes (pytest-xdist), the 25 slowest tests printed at the end.
+# Tests marked `alone` (timing on this machine) run with nothing beside them
+# (tests/support/parallel.py). One process: PYTEST_ARGS="-n 0".
 test: setup
-	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --durations=25 $(PYTEST_ARGS)
 
 # The edit loop: engine, models, views and API, on whatever database answers; no
 # browser, sshd, Celery worker or real sampling. Two processes (it waits on the database

@@ -87,10 +87,12 @@ def test_frames_split_each_pids_exit_code_stderr_and_raw():
 def test_every_pid_starts_at_one_go_and_samples_the_same_window(transport, request, three):
     target = request.getfixturevalue(f"{transport}_target")
     pids = [w.pid for w in three]
-    session = Session(hold_s=1.0)
+    # The go comes 2 s in: the session must be up before it for "nothing before the
+    # go" to mean anything, and an SSH connect beside another test took 1.03 s.
+    session = Session(hold_s=2.0)
     outcome = record_many(target, pids, SHORT, session)
-    assert session.ready_at is not None and session.ready_at - session.t0 < 1.0
-    assert min(session.sampling.values()) - session.t0 >= 1.0  # nothing before the go
+    assert session.ready_at is not None and session.ready_at - session.t0 < 2.0
+    assert min(session.sampling.values()) - session.t0 >= 2.0  # nothing before the go
     assert max(session.sampling.values()) - min(session.sampling.values()) < 1.0
     for pid in pids:
         result = outcome.results[pid]

@@ -1,4 +1,4 @@
-"""The suite in parallel (pytest-xdist: `make test PYTEST_ARGS="-n 4"`, `make test-fast`):
+"""The suite in parallel (pytest-xdist: `make test` and `make test-fast` run two processes):
 tests marked `alone` run with no other test running, the slowest files are handed out
 first, and the files `make test-fast` leaves out are marked `slow`.
 
