@@ -215,7 +215,7 @@ def capture_record_finish(
     if result.gpu_csv:
         capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)
         capture.save(update_fields=["gpu_samples"])
-    if result.raw is None and result.stopped_by == "cancel":
+    if result.stopped_by == "cancel" and not (result.raw or b"").strip():
         capture_transition(
             capture_id=capture.pk,
             to=Status.CANCELLED,
