@@ -1,10 +1,11 @@
 """A real Python workload for py-spy: named CPU threads plus one waiting thread.
 
 Threads `target-0` .. `target-{N-1}` run CPU work three functions deep
-(`train_step` -> `forward` -> `matmul_like`) in bursts of about 2 ms, each followed by
-10 ms asleep in `train_step`; thread `waiter` blocks on an Event. A target thread keeps
-about a fifth of a core busy, not all of one: a test that runs several workloads (the
-fault matrix runs six) leaves this 2-core machine to the product it tests. Without
+(`train_step` -> `forward` -> `matmul_like`) in bursts of 3 ms of its own CPU time,
+each followed by 10 ms asleep in `train_step`; thread `waiter` blocks on an Event. A
+target thread keeps about a fifth of a core busy, not all of one: a test that runs
+several workloads (the fault matrix runs six) leaves this 2-core machine to the
+product it tests. Without
 `--idle` every sample py-spy keeps is in the CPU work.
 Prints `workload ready pid=<pid>` once every thread runs.
 
@@ -35,9 +36,18 @@ def forward(size: int) -> int:
     return matmul_like(size) + matmul_like(size // 2)
 
 
+BURST_CPU_S = 0.003
+"""CPU seconds of work per burst, measured on the thread's own clock, so a thread is
+busy the same share of the time on a fast machine as on a slow one (a fixed count of
+iterations took 1.2 ms on one machine and 2 ms on another, and py-spy kept half as
+many samples on the faster one)."""
+
+
 def train_step(stop: threading.Event) -> None:
     while not stop.is_set():
-        forward(20_000)
+        until = time.thread_time() + BURST_CPU_S
+        while time.thread_time() < until:
+            forward(2_000)
         time.sleep(0.010)
 
 
