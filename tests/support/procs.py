@@ -21,6 +21,17 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
+def children(pid: int) -> set[int]:
+    """The direct children of `pid`, zombies included: a child that was killed but
+    never reaped is still one."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat(int(stat.parent.name))
+        if fields is not None and int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below `pid`."""
     parents: dict[int, list[int]] = {}
