@@ -33,11 +33,13 @@ static: setup
 	COMPRESS_OFFLINE=1 $(PY) manage.py compress --force
 	$(PY) -m whitenoise.compress -q $${FLAMEDECK_VAR_DIR:-var}/static/CACHE
 
-# The whole suite in two processes (pytest-xdist), the 25 slowest tests printed at the end.
-# Tests marked `alone` (timing on this machine) run with nothing beside them
-# (tests/support/parallel.py). One process: PYTEST_ARGS="-n 0".
+# The whole suite in four processes (pytest-xdist) on two cores: many tests wait on a
+# sampling window, an ssh login or a page, and two processes left the cores 40% idle.
+# The longest tests go first, one at a time; tests marked `alone` (timing on this
+# machine) run last with nothing beside them (tests/support/parallel.py). The 25
+# slowest tests are printed at the end. One process: PYTEST_ARGS="-n 0".
 test: setup
-	$(PY) -m pytest -n 2 --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 4 --durations=25 $(PYTEST_ARGS)
 
 # The edit loop: engine, models, views and API, on whatever database answers; no
 # browser, sshd, Celery worker or real sampling. Two processes (it waits on the database

@@ -1,11 +1,11 @@
-"""The suite in parallel (pytest-xdist: `make test` and `make test-fast` run two processes):
-tests marked `alone` run with no other test running (all of them at the start), the
-slowest files are handed out next, and the files `make test-fast` leaves out are marked
-`slow`.
+"""The suite in parallel (pytest-xdist: `make test` runs four processes, `make test-fast`
+two): the longest tests are handed out first, one at a time, to whichever process is
+free; tests marked `alone` run last, with no other test running; the files `make
+test-fast` leaves out are marked `slow`.
 
 `alone` is for the few tests whose assertions are about time on this machine: a
 sampling window shared by 32 processes, a fault injected mid-sample. On a 2-core
-machine, two other tests running beside them would test the machine's load, not the
+machine, other tests running beside them would test the machine's load, not the
 product. Every other test takes a shared turn; an `alone` test takes the turn
 exclusively, so it waits for the running tests to end, and no new test starts until
 it is done. A gate in front of the turn keeps a waiting `alone` test from being
@@ -24,20 +24,30 @@ from pathlib import Path
 
 import pytest
 
-# Handed out first, heaviest first, so no worker is left with a long test at the end
-# (xdist's `load` scheduling gives tests out in collection order). Measured with
-# `--durations`: the URL walks and the whole-job windows take 20-90 s each.
+# Handed out first, longest first, so no process is left with a long test at the end.
+# Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
+# when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test.
 FIRST = (
-    "tests/test_error_corpus.py",
-    "tests/test_redaction_walk.py",
     "tests/browser/test_csp.py",
-    "tests/profiles/test_watch_e2e.py",
-    "tests/profiles/test_group_window_embedded.py",
-    "tests/config/test_csrf.py",
     "tests/browser/test_xss.py",
     "tests/profiles/test_analysis_once_e2e.py",
-    "tests/config/test_settings.py",
+    "tests/test_error_corpus.py",
     "tests/browser/test_screenshots.py",
+    "tests/browser/test_capture_flow.py",
+    "tests/test_redaction_walk.py",
+    "tests/profiles/test_jobs_e2e.py",
+    "tests/config/test_serve.py",
+    "tests/profiles/test_watch_e2e.py",
+    "tests/profiles/test_capture_e2e.py",
+    "tests/profiles/test_artifacts_e2e.py",
+    "tests/runs/test_remote_stop.py",
+    "tests/runs/test_remote_many.py",
+    "tests/profiles/test_pyspy_guard.py",
+    "tests/browser/test_live_rows.py",
+    "tests/config/test_hardening.py",
+    "tests/profiles/pyspy/test_properties.py",
+    "tests/config/test_csrf.py",
+    "tests/config/test_settings.py",
 )
 
 
@@ -87,22 +97,35 @@ SLOW = (
 
 
 def _rank(item: pytest.Item) -> tuple[int, int]:
-    """`alone` tests first, then the FIRST files, then the rest in collection order.
+    """The FIRST files in their order, then the rest in collection order, `alone`
+    tests last.
 
-    xdist hands the first tests out one to each process in turn, so every process
-    starts on an `alone` test and they take the machine one after the other. Handed
-    out later, an `alone` test waited for whatever ran beside it to end, one process
-    idle meanwhile: 23 s before the 8-rank window once, behind a 45 s browser walk."""
+    An `alone` test handed out while others run waits for them to end, every other
+    process idle meanwhile: at the start that was the longest tests (the 8-rank
+    window once waited 23 s behind a 45 s browser walk); at the end only short
+    ones run, and the processes would be idle by then anyway."""
     path = item.nodeid.split("::")[0]
-    alone = item.get_closest_marker("alone") is None
+    alone = item.get_closest_marker("alone") is not None
     return int(alone), FIRST.index(path) if path in FIRST else len(FIRST)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist's `load` scheduling hands each process a quarter of its share of the
+    # tests at once, in collection order: one process got all four `alone` tests,
+    # another a run of long ones (8 min 25 s at -n 4, three processes idle for the
+    # last two). Instead: one test at a time, in the order above, to the first
+    # process free (`--maxschedchunk` given on the command line wins).
+    if getattr(config.option, "maxschedchunk", 0) is None:
+        config.option.maxschedchunk = 1
 
 
 def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
-    if config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Every process collects, and xdist hands out tests by their index in that
+        # collection, so it is sorted there (the controller collects nothing).
         items.sort(key=_rank)  # stable: the order within a file is kept
 
 
