@@ -43,6 +43,22 @@ def test_the_schema_is_served_as_yaml_or_json_to_a_token(owner):
     assert "/api/register/" in spec["paths"]
 
 
+def test_the_schema_rendered_once_is_served_again_in_each_format_with_its_type(owner):
+    from config.api_views import SchemaView
+
+    SchemaView._rendered.clear()
+    client = Client(HTTP_AUTHORIZATION=f"Token {api_token_create(user=owner)[1]}")
+    first = {f: client.get(f"/api/schema/?format={f}") for f in ("yaml", "json")}
+    assert len(SchemaView._rendered) == 2
+    for fmt, answer in first.items():
+        again = client.get(f"/api/schema/?format={fmt}")
+        assert again.content == answer.content and again["Content-Type"] == answer["Content-Type"]
+    assert first["json"]["Content-Type"].startswith("application/vnd.oai.openapi+json")
+    assert json.loads(first["json"].content)["openapi"].startswith("3.")
+    assert first["yaml"].content.startswith(b"openapi: 3.")
+    assert Client().get("/api/schema/").status_code in (401, 403)  # refusals are not cached
+
+
 def test_the_reference_page_loads_swagger_ui_from_this_origin(teammate_client):
     page = teammate_client.get("/api/docs/").content.decode()
     assert 'data-schema-url="/api/schema/?format=json"' in page
