@@ -45,6 +45,10 @@ else:
     # One database per test process, so parallel runs (CI, several checkouts) never
     # drop each other's database.
     DATABASES["default"]["TEST"] = {"NAME": f"test_flamedeck_{os.getpid()}"}
+    # A test database need not survive a crash of the server: this process's commits
+    # (the flush after each transactional test above all) do not wait for the WAL to
+    # reach the disk. The workers and commands a test starts run on config.settings.
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
 
 # django-axes logs every login (force_login included) at INFO; keep test output readable.
 LOGGING["loggers"] = {"axes": {"level": "WARNING"}}

@@ -147,7 +147,9 @@ def _assert_each_sampled_its_window(captures: list[Capture], figures: str) -> No
     assert sum(samples.values()) >= 0.85 * sum(expected.values()), (samples, expected, figures)
 
 
-@pytest.mark.alone
+# Not `alone`: 8 ranks on one host hold the bounds on a machine loaded by the rest of
+# the suite (skew 0.05-0.07 s, 1.3-1.5 s past the window with load average 5-10:
+# docs/figures.md), and the 32-rank case below still runs with nothing beside it.
 @pytest.mark.parametrize("workloads", [8], indirect=True)
 def test_eight_ranks_on_one_host_sample_the_same_window(workloads, tmp_path):
     worker = WorkerProcess(tmp_path / "w.log")

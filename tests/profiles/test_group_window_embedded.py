@@ -21,7 +21,8 @@ LINE = re.compile(
 )
 
 
-@pytest.mark.alone
+# Not `alone`, as the 8-rank case of test_group_window_e2e.py: on these defaults a
+# loaded machine (load average 5-10) gave skew 0.05 s and 11.4 s for a 10 s window.
 @pytest.mark.services
 def test_eight_ranks_sample_in_one_window_on_make_runs_embedded_defaults():
     outside = ("DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "FLAMEDECK_VAR_DIR")

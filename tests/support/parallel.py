@@ -8,8 +8,10 @@ sampling window shared by 32 processes, a fault injected mid-sample. On a 2-core
 machine, other tests running beside them would test the machine's load, not the
 product. Every other test takes a shared turn; an `alone` test takes the turn
 exclusively, so it waits for the running tests to end, and no new test starts until
-it is done. A gate in front of the turn keeps a waiting `alone` test from being
-starved by the stream of shared turns. Outside xdist there is nothing to wait for.
+it is done. As they are handed out last, what an `alone` test waits for is the few
+tests each process already holds (xdist gives each two ahead): those run side by side
+first, not one by one between the `alone` tests (a gate in front of the turn once made
+them wait, 20 s each, and then run after). Outside xdist there is nothing to wait for.
 
 Loaded by tests/conftest.py (`pytest_plugins`).
 """
@@ -28,6 +30,8 @@ import pytest
 # Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
 # when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test.
 FIRST = (
+    "tests/profiles/test_group_window_embedded.py",
+    "tests/profiles/test_group_window_e2e.py",
     "tests/browser/test_csp.py",
     "tests/browser/test_xss.py",
     "tests/profiles/test_analysis_once_e2e.py",
@@ -132,19 +136,12 @@ def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
 @contextlib.contextmanager
 def turn(folder: Path, exclusive: bool) -> Iterator[None]:
     """Hold a shared turn, or the only one, among the processes using `folder`."""
-    with open(folder / "gate.lock", "a") as gate, open(folder / "turn.lock", "a") as held:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        finally:
-            if not exclusive:
-                fcntl.flock(gate, fcntl.LOCK_UN)
+    with open(folder / "turn.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
             yield
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)
-            if exclusive:
-                fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True)
