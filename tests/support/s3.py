@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -18,7 +19,18 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.support.sshd import free_port
+
+def distinct_free_ports(count: int) -> list[int]:
+    """`count` different TCP ports on 127.0.0.1 nobody listens on right now."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))  # held open together, so no port comes twice
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
 
 ACCESS_KEY = "flamedeck-test-key"
 SECRET_KEY = "flamedeck-test-secret"  # noqa: S105 — a throwaway key of a throwaway server
@@ -36,8 +48,8 @@ class SeaweedS3:
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="flamedeck-s3-"))
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.port = 0  # and `endpoint`: chosen with the other ports at each start
+        self.endpoint = ""
         self.bucket = "flamedeck-test"
         self.proc: subprocess.Popen | None = None
 
@@ -49,16 +61,20 @@ class SeaweedS3:
             "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
         }
         config.write_text(json.dumps({"identities": [identity]}))
-        (self.dir / "data").mkdir()
-        ports = {name: free_port() for name in ("master", "volume", "filer")}
+        (self.dir / "data").mkdir(exist_ok=True)
+        # Eight ports, all different: free_port() closes its socket, so two calls in a
+        # row may name the same one (weed then died with "bind: address already in use").
+        ports = distinct_free_ports(8)
+        self.port = ports.pop()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
         argv = [str(weed_path()), "server", f"-dir={self.dir / 'data'}", "-ip=127.0.0.1"]
         argv += ["-ip.bind=127.0.0.1", "-volume.max=8", "-master.volumeSizeLimitMB=16"]
-        for name, port in ports.items():
-            argv += [f"-{name}.port={port}", f"-{name}.port.grpc={free_port()}"]
-        argv += ["-filer", "-s3", f"-s3.port={self.port}", f"-s3.port.grpc={free_port()}"]
+        for name in ("master", "volume", "filer"):
+            argv += [f"-{name}.port={ports.pop()}", f"-{name}.port.grpc={ports.pop()}"]
+        argv += ["-filer", "-s3", f"-s3.port={self.port}", f"-s3.port.grpc={ports.pop()}"]
         return argv + [f"-s3.config={config}", "-s3.port.iceberg=0", "-s3.port.lance=0"]
 
-    def start(self) -> SeaweedS3:
+    def start(self, tries: int = 3) -> SeaweedS3:
         log = (self.dir / "weed.log").open("wb")
         self.proc = subprocess.Popen(
             self._argv(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -66,6 +82,10 @@ class SeaweedS3:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "address already in use" in self.log_tail() and tries > 1:
+                    # A port free when picked was taken before weed bound it (the other
+                    # test processes bind ports all the time): new ports, once more.
+                    return self.start(tries - 1)
                 raise RuntimeError(f"weed exited {self.proc.returncode}: {self.log_tail()}")
             try:
                 self.client().create_bucket(Bucket=self.bucket)  # once the filer is up
