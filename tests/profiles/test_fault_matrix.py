@@ -233,7 +233,9 @@ def test_every_fault_ends_in_a_named_state_in_time_with_no_sampler_left(
                       env={**env, "CELERY_QUEUE": doomed_queue}),
         WorkerProcess(tmp_path / "redis.log", name="private", env={**env, "REDIS_URL": redis.url}),
     ]  # fmt: skip
-    loads = {name: start_workload(threads=2) for name in ("busy", "kill", "redis", "lost", "race")}
+    # One working thread each: six workloads of two wanted more than the two cores
+    # beside three workers and their samplers, and every case samples one process.
+    loads = {name: start_workload(threads=1) for name in ("busy", "kill", "redis", "lost", "race")}
     cases: list[Case] = []
     try:
         cases = _run_matrix(api, hosts, loads, workers, redis, doomed_queue)
@@ -366,7 +368,7 @@ def _pid_exits(api, host, loads) -> Case:
     # while py-spy holds it stopped (ptrace, the default) can leave py-spy 0.4.3 hung
     # or blind to the exit, 2 runs in 11 here under load (docs/troubleshooting.md, "A
     # process killed mid-sample"); not what this case tests.
-    load = loads["exits"] = start_workload(threads=2)
+    load = loads["exits"] = start_workload(threads=1)
     case = Case("process exits mid-capture", "done", DURATION + HEARTBEAT_S)
 
     def noted_the_exit(capture: Capture) -> None:
