@@ -21,29 +21,30 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
-def children(pid: int) -> set[int]:
-    """The direct children of `pid`, zombies included: a child that was killed but
-    never reaped is still one."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        fields = _stat(int(stat.parent.name))
-        if fields is not None and int(fields[1]) == pid:
-            found.add(int(stat.parent.name))
-    return found
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below `pid`."""
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process on the machine (zombies included) under its parent's pid."""
     parents: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         fields = _stat(int(stat.parent.name))
         if fields is not None:
             parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return parents
+
+
+def children(pid: int) -> set[int]:
+    """The direct children of `pid`, zombies included: a child that was killed but
+    never reaped is still one."""
+    return set(_children_by_parent().get(pid, []))
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid`."""
+    parents = _children_by_parent()
     found, queue = [], [pid]
     while queue:
-        children = parents.get(queue.pop(), [])
-        found += children
-        queue += children
+        below = parents.get(queue.pop(), [])
+        found += below
+        queue += below
     return [p for p in found if alive(p)]
 
 

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,18 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-
-def distinct_free_ports(count: int) -> list[int]:
-    """`count` different TCP ports on 127.0.0.1 nobody listens on right now."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))  # held open together, so no port comes twice
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
+from tests.support.sshd import free_ports
 
 ACCESS_KEY = "flamedeck-test-key"
 SECRET_KEY = "flamedeck-test-secret"  # noqa: S105 — a throwaway key of a throwaway server
@@ -62,9 +50,9 @@ class SeaweedS3:
         }
         config.write_text(json.dumps({"identities": [identity]}))
         (self.dir / "data").mkdir(exist_ok=True)
-        # Eight ports, all different: free_port() closes its socket, so two calls in a
-        # row may name the same one (weed then died with "bind: address already in use").
-        ports = distinct_free_ports(8)
+        # Eight ports, all different (weed died with "bind: address already in use"
+        # when two calls of free_port() named the same one).
+        ports = free_ports(8)
         self.port = ports.pop()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         argv = [str(weed_path()), "server", f"-dir={self.dir / 'data'}", "-ip=127.0.0.1"]

@@ -23,9 +23,21 @@ ALIAS = "flamedeck-test"
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` different TCP ports on 127.0.0.1 nobody listens on right now: the
+    sockets are held open together while picked, so no port comes twice (free_port()
+    called twice in a row may name the same one)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _keygen(path: Path) -> None:
