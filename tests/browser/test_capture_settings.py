@@ -53,6 +53,12 @@ def check_tip(page, scope, name: str) -> None:
 def open_panel(tab, run):
     """The run's page with the first capture button's advanced panel open."""
     page = tab.goto(run.get_absolute_url())
+    # The page asks the hosts which processes still run and rewrites those cells when
+    # the answer comes: keyboard checks start after it (under load, a focus test once
+    # found its input unfocused, with the answer still on its way).
+    expect(page.locator("#processes [data-cell=alive]").first).to_have_text(
+        "running", timeout=20_000
+    )
     launcher = page.locator("#processes .capture-launch").first
     launcher.locator(".capture-more").click()
     return page, launcher.locator(".capture-panel")
