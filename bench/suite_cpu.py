@@ -14,11 +14,20 @@ too, but the start and end times show when each process ran what, and `--timelin
 in `python bench/suite_cpu.py --timeline var/suite_cpu.gw*.tsv` prints the busy
 processes minute by minute and what ran in the last minutes. The figures it gave are
 in docs/figures.md#where-the-suites-time-goes.
+
+Which kinds of process spent the machine's CPU while a command ran (test processes,
+Chromium's browser, renderer and GPU processes, Celery workers, the profiled workloads,
+PostgreSQL, …), from a look at every process every 0.3 s (what lived less than that
+is missed; what ran before the command counts from its start):
+
+    CI=true .venv/bin/python bench/suite_cpu.py --kinds -- make test
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -86,11 +95,90 @@ def timeline(paths: list[str], last_s: float = 120.0) -> None:
             print(f"  {worker} {start - t0:6.1f}-{end - t0:6.1f} s  {nodeid}")
 
 
+_KINDS = (  # (kind, pattern searched in the command line), first match wins
+    ("chromium", re.compile(r"chrom")),
+    ("celery worker", re.compile(r"-m celery|bin/celery")),
+    ("py-spy", re.compile(r"py-spy")),
+    ("profiled workload", re.compile(r"workload\.py|pyspy_faults")),
+    ("test process", re.compile(r"pytest|xdist|-c import sys;exec")),
+    ("manage.py", re.compile(r"manage\.py")),
+    ("gunicorn", re.compile(r"gunicorn")),
+    ("postgresql", re.compile(r"^postgres")),
+    ("redis", re.compile(r"^redis")),
+    ("ssh", re.compile(r"^(/usr/s?bin/)?sshd?\b|^sshd")),
+)
+
+
+def _kind(pid: str) -> str | None:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    line = b" ".join(argv).decode(errors="replace").strip()
+    if not line:
+        return "no command line (kernel threads, exited processes)"
+    for kind, pattern in _KINDS:
+        if pattern.search(line):
+            if kind == "chromium":
+                typed = re.search(r"--type=([\w-]+)", line)
+                return f"chromium {typed.group(1) if typed else 'browser'}"
+            return kind
+    return "other: " + argv[0].decode(errors="replace").rsplit("/", 1)[-1][:30]
+
+
+def _cpu_s(pid: str) -> tuple[str, float] | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[19], (int(fields[11]) + int(fields[12])) / _TICKS  # start time, CPU-s
+
+
+def kinds(command: list[str], every_s: float = 0.3) -> int:
+    """Run `command`, then print the CPU seconds each kind of process spent meanwhile."""
+    first: dict[tuple[str, str], float] = {}  # what ran before the command: its CPU then
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if (cpu := _cpu_s(pid)) is not None:
+            first[(pid, cpu[0])] = cpu[1]
+    seen: dict[tuple[str, str], list] = {}
+    busy, wall = busy_cpu_s(), time.monotonic()
+    proc = subprocess.Popen(command)
+    while proc.poll() is None:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if (cpu := _cpu_s(pid)) is None:
+                continue
+            key = (pid, cpu[0])
+            if key not in seen:
+                kind = _kind(pid)
+                if kind is None:
+                    continue
+                seen[key] = [kind, first.get(key, 0.0), cpu[1]]
+            seen[key][2] = cpu[1]
+        time.sleep(every_s)
+    totals: dict[str, float] = defaultdict(float)
+    for kind, start, last in seen.values():
+        totals[kind] += last - start
+    print(
+        f"\nsuite_cpu --kinds: {time.monotonic() - wall:.0f} s, "
+        f"{busy_cpu_s() - busy:.0f} busy CPU-s of the machine; by kind of process:"
+    )
+    for kind, cpu_s in sorted(totals.items(), key=lambda kv: -kv[1]):
+        if cpu_s >= 0.5:
+            print(f"{cpu_s:8.1f} CPU-s  {kind}")
+    return proc.returncode
+
+
 if __name__ == "__main__":
     import argparse
+    import sys
 
-    parser = argparse.ArgumentParser(description=timeline.__doc__)
-    parser.add_argument("--timeline", nargs="+", required=True, metavar="TSV")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--timeline", nargs="+", metavar="TSV", help=timeline.__doc__)
+    mode.add_argument("--kinds", action="store_true", help=kinds.__doc__)
     parser.add_argument("--last", type=float, default=120.0, help="seconds at the end")
+    parser.add_argument("command", nargs="*", help="with --kinds: the command to run")
     args = parser.parse_args()
+    if args.kinds:
+        sys.exit(kinds(args.command))
     timeline(args.timeline, args.last)

@@ -3,11 +3,14 @@ pytest-django's live_server. Never `playwright install`: the system browser is u
 
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
+from django.core.signals import request_finished
+from django.db import connections
 
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, logged_in_context
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, ContextPool
 from tests.support.requirements import require, require_module
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls from
@@ -32,6 +35,28 @@ def chromium():
         browser.close()
 
 
+@pytest.fixture(scope="session")
+def contexts(chromium):
+    """Browser contexts reused from test to test (tests/support/browser.py).
+
+    A kept context also keeps its HTTP connections to the live server open between
+    tests, and the server's thread for each would keep its database session (the
+    settings' CONN_MAX_AGE) for as long: four test processes could hold most of
+    PostgreSQL's 100, and the test database could not be dropped at the end. So the
+    live server's threads close their sessions after each request, as they did when
+    each test closed its context."""
+
+    def release(**kwargs) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            connections.close_all()
+
+    request_finished.connect(release)
+    pool = ContextPool(chromium)
+    yield pool
+    pool.close()
+    request_finished.disconnect(release)
+
+
 class Tab:
     """A logged-in browser tab that records page errors (checked at teardown)."""
 
@@ -51,22 +76,21 @@ class Tab:
 
 
 @pytest.fixture
-def open_tab(chromium, live_server, client):
+def open_tab(contexts, live_server, client):
     """open_tab(user) → a Tab logged in as that user (session cookie from the test client)."""
     tabs: list[Tab] = []
 
     def open_(user, width: int = 1440, height: int = 1000) -> Tab:
         client.force_login(user)
-        context = logged_in_context(chromium, client, live_server.url, width, height)
-        page = context.new_page()
+        page = contexts.take(client, live_server.url, width, height)
         page.set_default_timeout(20_000)
-        tab = Tab(context, page, live_server.url)
+        tab = Tab(page.context, page, live_server.url)
         tabs.append(tab)
         return tab
 
     yield open_
     for tab in tabs:
-        tab.context.close()
+        contexts.give_back(tab.context, live_server.url)
     errors = [
         e for tab in tabs for e in tab.errors if "favicon" not in e and "status of 40" not in e
     ]
