@@ -191,7 +191,11 @@ def test_every_rank_heartbeats_and_one_rank_can_be_cancelled_alone(workloads, tm
     worker = WorkerProcess(tmp_path / "w.log")
     run = _run_over([Host.objects.get(name="local")], [w.pid for w in workloads])
     try:
-        group = jobs.capture_group_create(user=None, run=run, **{**SETTINGS, "duration": 6})
+        # 10 s: the cancel goes out once every rank has sampled 2 s, and must reach the
+        # doomed rank's sampler well before the window ends. With 6 s, on a loaded
+        # machine (four test processes), it arrived at the end: the doomed rank kept 236
+        # samples and a lagging rank 212, and the comparison below failed.
+        group = jobs.capture_group_create(user=None, run=run, **{**SETTINGS, "duration": 10})
         captures = Capture.objects.filter(group=group)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(
