@@ -34,6 +34,12 @@ from pathlib import Path
 
 import pytest
 
+if __name__ == "__main__":  # run as a script: the repository's packages are importable
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.procs import command_line, stat  # noqa: E402
+
 _TICKS = os.sysconf("SC_CLK_TCK")
 _OUT = Path(os.environ.get("SUITE_CPU_OUT", "var/suite_cpu.tsv"))
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
@@ -109,12 +115,8 @@ _KINDS = (  # (kind, pattern searched in the command line), first match wins
 )
 
 
-def _kind(pid: str) -> str | None:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    line = b" ".join(argv).decode(errors="replace").strip()
+def _kind(pid: int) -> str:
+    line = command_line(pid).strip()
     if not line:
         return "no command line (kernel threads, exited processes)"
     for kind, pattern in _KINDS:
@@ -123,36 +125,37 @@ def _kind(pid: str) -> str | None:
                 typed = re.search(r"--type=([\w-]+)", line)
                 return f"chromium {typed.group(1) if typed else 'browser'}"
             return kind
-    return "other: " + argv[0].decode(errors="replace").rsplit("/", 1)[-1][:30]
+    return "other: " + line.split(" ", 1)[0].rsplit("/", 1)[-1][:30]
 
 
-def _cpu_s(pid: str) -> tuple[str, float] | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+def _cpu_s(pid: int) -> tuple[str, float] | None:
+    """(start time, CPU seconds so far) of `pid`, or None once it is gone."""
+    fields = stat(pid)
+    if fields is None:
         return None
-    return fields[19], (int(fields[11]) + int(fields[12])) / _TICKS  # start time, CPU-s
+    return fields[19], (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 def kinds(command: list[str], every_s: float = 0.3) -> int:
     """Run `command`, then print the CPU seconds each kind of process spent meanwhile."""
-    first: dict[tuple[str, str], float] = {}  # what ran before the command: its CPU then
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    first: dict[tuple[int, str], float] = {}  # what ran before the command: its CPU then
+    for pid in _pids():
         if (cpu := _cpu_s(pid)) is not None:
             first[(pid, cpu[0])] = cpu[1]
-    seen: dict[tuple[str, str], list] = {}
+    seen: dict[tuple[int, str], list] = {}
     busy, wall = busy_cpu_s(), time.monotonic()
     proc = subprocess.Popen(command)
     while proc.poll() is None:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
+        for pid in _pids():
             if (cpu := _cpu_s(pid)) is None:
                 continue
             key = (pid, cpu[0])
             if key not in seen:
-                kind = _kind(pid)
-                if kind is None:
-                    continue
-                seen[key] = [kind, first.get(key, 0.0), cpu[1]]
+                seen[key] = [_kind(pid), first.get(key, 0.0), cpu[1]]
             seen[key][2] = cpu[1]
         time.sleep(every_s)
     totals: dict[str, float] = defaultdict(float)

@@ -38,7 +38,7 @@ class ContextPool:
     def __init__(self, browser) -> None:
         self.browser = browser
         self._free: list = []
-        self._blank: dict = {}  # id(context) → its kept blank page
+        self._blank: dict = {}  # context → its kept blank page
 
     def take(self, client, base_url: str, width: int, height: int):
         """A new page of a free context, logged in as the test `client` is."""
@@ -46,14 +46,14 @@ class ContextPool:
             context = self._free.pop()
         else:
             context = self.browser.new_context()
-            self._blank[id(context)] = context.new_page()
+            self._blank[context] = context.new_page()
         context.add_cookies([session_cookie(client, base_url)])
         page = context.new_page()
         page.set_viewport_size({"width": width, "height": height})
         return page
 
     def give_back(self, context, base_url: str) -> None:
-        blank = self._blank.pop(id(context))
+        blank = self._blank.pop(context)
         try:
             for page in context.pages:
                 if page is not blank:
@@ -66,7 +66,7 @@ class ContextPool:
         except Exception:  # a context the test broke is not handed on
             context.close()
             return
-        self._blank[id(context)] = blank
+        self._blank[context] = blank
         self._free.append(context)
 
     def close(self) -> None:

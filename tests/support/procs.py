@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 
-def _stat(pid: int) -> list[str] | None:
+def stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (the state first), or None."""
     with contextlib.suppress(OSError):
         # The command name may hold spaces or parentheses; the state follows the last ')'.
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -17,17 +18,17 @@ def _stat(pid: int) -> list[str] | None:
 
 def alive(pid: int) -> bool:
     """True while `pid` exists and is not a zombie."""
-    fields = _stat(pid)
+    fields = stat(pid)
     return fields is not None and fields[0] != "Z"
 
 
 def _children_by_parent() -> dict[int, list[int]]:
     """Every process on the machine (zombies included) under its parent's pid."""
     parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        fields = _stat(int(stat.parent.name))
+    for path in Path("/proc").glob("[0-9]*/stat"):
+        fields = stat(int(path.parent.name))
         if fields is not None:
-            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+            parents.setdefault(int(fields[1]), []).append(int(path.parent.name))
     return parents
 
 
