@@ -14,6 +14,12 @@ import os
 from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Workers and beat skip Django's system checks. Celery's Django fixup runs them all as a
+# worker starts and discards what they find; running them imported the URLconf, every
+# view, every template tag library and Django REST framework, none of which a worker
+# uses: a third of its start (docs/figures.md). `manage.py serve`, `check` and
+# `preflight` (which `make run` runs first) still run every check.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("flamedeck")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -10,7 +10,7 @@ from config.api import api
 from config.api_fields import IdField, PidField
 from config.middleware import refusal
 from config.params import parse_id, parse_int, query_ids, query_int
-from runs.capture_fields import CaptureSettingsSerializer, JobCaptureSettingsSerializer
+from runs.capture_serializers import CaptureSettingsSerializer, JobCaptureSettingsSerializer
 from runs.models import Host, Run, RunProcess
 
 from . import api_schema as schema

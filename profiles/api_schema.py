@@ -21,7 +21,7 @@ from config.api_schema import (
 from profiles.models import Capture
 from profiles.pyspy.states import STATES
 from runs import capture_settings
-from runs.capture_fields import SettingsAnswerSerializer
+from runs.capture_serializers import SettingsAnswerSerializer
 
 CAPTURES, GROUPS, COMPARE = ["captures"], ["whole-job captures"], ["compare"]
 VERDICTS = ["ok", "degraded", "unreliable"]

@@ -21,7 +21,7 @@ from config.api_schema import (
     read_and_change,
 )
 
-from .capture_fields import RememberedSettingsSerializer
+from .capture_serializers import RememberedSettingsSerializer
 from .models import Run
 
 HOSTS, RUNS = ["hosts"], ["runs"]

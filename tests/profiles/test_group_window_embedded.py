@@ -21,8 +21,11 @@ LINE = re.compile(
 )
 
 
-# Not `alone`, as the 8-rank case of test_group_window_e2e.py: on these defaults a
-# loaded machine (load average 5-10) gave skew 0.05 s and 11.4 s for a 10 s window.
+# `alone`: on a machine loaded by the rest of the suite the analyses after the window
+# are what run late. Beside four test processes starting their browsers and databases
+# this case took 10.3 s for a 5 s window (sampling began 2.1-2.3 s after the request, the
+# last analysis ended at 9.5 s): a figure of the machine's load, not of the product.
+@pytest.mark.alone
 @pytest.mark.services
 def test_eight_ranks_sample_in_one_window_on_make_runs_embedded_defaults():
     outside = ("DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "FLAMEDECK_VAR_DIR")

@@ -18,7 +18,7 @@ from drf_spectacular.generators import SchemaGenerator
 from profiles.api import CaptureRequestSerializer, capture_json
 from profiles.management.commands.capture import Command as CaptureCommand
 from profiles.models import Capture
-from runs import capture_fields
+from runs import capture_fields, capture_serializers
 from runs.capture_settings import BY_NAME, CONFLICTS, SETTINGS, describe, names
 from runs.remote import RecordSettings, record_flags
 from tests.runs.test_views import context_json
@@ -51,7 +51,7 @@ def test_the_seam_takes_every_record_setting_and_asks_py_spy_for_each_switch():
 def test_the_api_takes_every_setting_and_the_schema_describes_it(db):
     target = {"host", "pid", "process", "kind", "run"}
     assert set(CaptureRequestSerializer().fields) == ALL | target
-    assert set(capture_fields.JobCaptureSettingsSerializer().fields) == ALL
+    assert set(capture_serializers.JobCaptureSettingsSerializer().fields) == ALL
     spec = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
     for component, job in (("CaptureRequestRequest", False), ("JobCaptureSettingsRequest", True)):
         shown = spec[component]["properties"]

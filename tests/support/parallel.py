@@ -4,14 +4,15 @@ free; tests marked `alone` run last, with no other test running; the files `make
 test-fast` leaves out are marked `slow`.
 
 `alone` is for the few tests whose assertions are about time on this machine: a
-sampling window shared by 32 processes, a fault injected mid-sample. On a 2-core
-machine, other tests running beside them would test the machine's load, not the
-product. Every other test takes a shared turn; an `alone` test takes the turn
-exclusively, so it waits for the running tests to end, and no new test starts until
-it is done. As they are handed out last, what an `alone` test waits for is the few
-tests each process already holds (xdist gives each two ahead): those run side by side
-first, not one by one between the `alone` tests (a gate in front of the turn once made
-them wait, 20 s each, and then run after). Outside xdist there is nothing to wait for.
+sampling window shared by 32 processes, or by 8 on `make run`'s defaults, a fault
+injected mid-sample. On a 2-core machine, other tests running beside them would test
+the machine's load, not the product. Every other test takes a shared turn; an `alone`
+test takes the turn exclusively, so it waits for the running tests to end, and no new
+test starts until it is done. As they are handed out last, what an `alone` test waits
+for is the few tests each process already holds (xdist gives each two ahead): those
+run side by side first, not one by one between the `alone` tests (a gate in front of
+the turn once made them wait, 20 s each, and then run after). Outside xdist there is
+nothing to wait for.
 
 Loaded by tests/conftest.py (`pytest_plugins`).
 """
@@ -30,7 +31,6 @@ import pytest
 # Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
 # when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test.
 FIRST = (
-    "tests/profiles/test_group_window_embedded.py",
     "tests/profiles/test_group_window_e2e.py",
     "tests/browser/test_csp.py",
     "tests/browser/test_xss.py",

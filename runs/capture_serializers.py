@@ -1,0 +1,91 @@
+"""The capture settings (runs.capture_settings) in the JSON API: one field per setting,
+the serializers of a capture request and of an answer, and their OpenAPI description.
+Every value is checked by runs.capture_fields.clean, the one validator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from rest_framework import serializers
+
+from .capture_fields import clean, maximum
+from .capture_settings import BY_NAME, CONFLICTS, SETTINGS, Setting, names
+
+
+class SettingField(serializers.Field):
+    """A setting in a request body, taken as sent: the serializer's `validate` checks
+    every setting at once with `clean` (types, bounds, refused combinations)."""
+
+    def __init__(self, setting: Setting, *, job: bool = False) -> None:
+        self.setting, self.job = setting, job
+        super().__init__(required=False, help_text=setting.help)
+
+    def to_internal_value(self, data: object) -> object:
+        return data
+
+    def to_representation(self, value: object) -> object:
+        return value
+
+
+class SettingFieldScheme(OpenApiSerializerFieldExtension):
+    """A setting's type, bounds and default (a whole-job capture's in its request)."""
+
+    target_class = SettingField
+
+    def map_serializer_field(self, auto_schema, direction) -> dict[str, Any]:
+        setting = self.target.setting
+        schema: dict[str, Any] = {"default": setting.default_for(job=self.target.job)}
+        if setting.is_switch:
+            return {"type": "boolean", **schema}
+        bounds = {"minimum": setting.minimum, "maximum": maximum(setting)}
+        return {"type": "integer", **schema, **bounds}
+
+
+class CaptureSettingsSerializer(serializers.Serializer):
+    """Every py-spy setting of a one-process capture (defaults, bounds and help from
+    runs.capture_settings), checked together by `clean` in `validate`."""
+
+    job = False  # a whole-job capture's defaults
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        settings = {s.name: SettingField(s, job=self.job) for s in SETTINGS}
+        return {**settings, **super().get_fields()}
+
+    def validate(self, attrs: dict) -> dict:
+        given = {name: attrs.pop(name) for name in list(attrs) if name in BY_NAME}
+        return {**attrs, **clean(given, kind=attrs.get("kind", "record"), job=self.job)}
+
+
+class JobCaptureSettingsSerializer(CaptureSettingsSerializer):
+    """Every py-spy setting of a whole-job capture: `idle` is on unless asked off
+    (without it py-spy drops blocked threads' samples, and the waits between ranks are
+    what a whole job is captured for)."""
+
+    job = True
+
+
+def _refused_together() -> str:
+    return " ".join(
+        f"Refused together: {' with '.join(c.settings)} ({c.message})." for c in CONFLICTS
+    )
+
+
+CaptureSettingsSerializer.__doc__ += " " + _refused_together()
+JobCaptureSettingsSerializer.__doc__ += " " + _refused_together()
+
+
+class SettingsAnswerSerializer(serializers.Serializer):
+    """Every py-spy setting, as an answer shows it."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        kinds = {True: serializers.BooleanField, False: serializers.IntegerField}
+        return {s.name: kinds[s.is_switch](help_text=s.help) for s in SETTINGS}
+
+
+class RememberedSettingsSerializer(serializers.Serializer):
+    """What "Capture all" opens with next time on a run (a whole-job record's
+    settings); empty until it was used once."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {s.name: SettingField(s, job=True) for s in SETTINGS if s.name in names("record")}
