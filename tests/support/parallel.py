@@ -4,8 +4,8 @@ free; tests marked `alone` run last, with no other test running; the files `make
 test-fast` leaves out are marked `slow`.
 
 `alone` is for the few tests whose assertions are about time on this machine: a
-sampling window shared by 32 processes, or by 8 on `make run`'s defaults, a fault
-injected mid-sample. On a 2-core machine, other tests running beside them would test
+whole-job sampling window (8 processes, on PostgreSQL or `make run`'s defaults, or 32),
+a fault injected mid-sample. On a 2-core machine, other tests running beside them would test
 the machine's load, not the product. Every other test takes a shared turn; an `alone`
 test takes the turn exclusively, so it waits for the running tests to end, and no new
 test starts until it is done. As they are handed out last, what an `alone` test waits
