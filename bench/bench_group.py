@@ -12,7 +12,9 @@ on the capture queue, prefork on the analysis queue), py-spy on real processes. 
 targets are light (idle threads, sampled with --idle) so that 64 of them fit on a
 small machine; py-spy does the same work per sample either way.
 Run: .venv/bin/python bench/bench_group.py [--sizes 8,32,64] [--duration 10] [--embedded]
-(`--embedded`: `make run`'s defaults, SQLite and the filesystem broker.)
+[--wait] (`--embedded`: `make run`'s defaults, SQLite and the filesystem broker;
+`--wait`: before each size's capture, print `ready` and wait for a line on stdin, so
+that a caller can keep other work off the machine for the window alone).
 """
 
 import argparse
@@ -109,7 +111,7 @@ def _phases(group) -> str:
     return ", ".join(parts)
 
 
-def _one_size(client, processes: int, duration: int, workdir: Path) -> dict:
+def _one_size(client, processes: int, duration: int, workdir: Path, wait: bool) -> dict:
     from runs.models import Host, Run, RunProcess
     from tests.support.worker import WorkerProcess
     from tests.support.workload import start_workload
@@ -131,6 +133,9 @@ def _one_size(client, processes: int, duration: int, workdir: Path) -> dict:
     env = {"FLAMEDECK_SSH_CONFIG": str(config)} if config else {}
     worker = WorkerProcess(workdir / f"worker-{processes}.log", concurrency=64, env=env)
     try:
+        if wait:
+            print(f"ready: {processes} targets and the workers run", flush=True)
+            sys.stdin.readline()
         return _measure(client, run.pk, worker, duration)
     finally:
         worker.stop()
@@ -145,6 +150,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="8,32,64")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--embedded", action="store_true", help="SQLite + filesystem broker")
+    parser.add_argument("--wait", action="store_true", help="measure on a line from stdin")
     args = parser.parse_args()
     database = _configure(args.embedded)
     try:
@@ -177,12 +183,13 @@ def _bench(args: argparse.Namespace) -> None:
     )
     for processes in (int(size) for size in args.sizes.split(",")):
         hosts = 1 if processes <= PER_HOST else processes // PER_HOST
-        r = _one_size(client, processes, args.duration, workdir)
+        r = _one_size(client, processes, args.duration, workdir, args.wait)
         print(
             f"  {processes:>3} processes on {hosts} host(s): {r['done']}/{processes} done, "
             f"start skew {r['start_skew_s']:.3f} s, request to all done {r['wall_s']:.1f} s "
             f"(target < {args.duration + 5} s), worker RSS peak {r['rss_mb']:.0f} MB, "
-            f"ssh clients peak {r['ssh']:.0f}\n      (s after the request: {r['phases']})"
+            f"ssh clients peak {r['ssh']:.0f}\n      (s after the request: {r['phases']})",
+            flush=True,
         )
 
 

@@ -8,7 +8,12 @@ from django.db.migrations.executor import MigrationExecutor
 from runs.permissions import HOST_ADMINS_GROUP, OPERATORS_GROUP
 from tests.support.worker import WorkerProcess
 
-pytest_plugins = ["tests.support.ci", "tests.support.flush", "tests.support.parallel"]
+pytest_plugins = [
+    "tests.support.ci",
+    "tests.support.database",
+    "tests.support.flush",
+    "tests.support.parallel",
+]
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from tests.support.brokers import PrivateRedis, broker_url
 from tests.support.procs import pyspy_pids
 from tests.support.sshd import ALIAS, free_port
 from tests.support.worker import WorkerProcess
-from tests.support.workload import start_workload
+from tests.support.workload import Workload, start_workload
 
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
 
@@ -219,7 +219,7 @@ def _hosts(py_spy: str, down_port: int, silent_port: int) -> dict[str, Host]:
 
 @pytest.mark.alone
 def test_every_fault_ends_in_a_named_state_in_time_with_no_sampler_left(
-    api, sshd, tmp_path, capsys
+    api, sshd, tmp_path, capsys, alone
 ):
     py_spy = Host.objects.get(name="local").py_spy
     silent = SilentServer()
@@ -235,10 +235,14 @@ def test_every_fault_ends_in_a_named_state_in_time_with_no_sampler_left(
     ]  # fmt: skip
     # One working thread each: six workloads of two wanted more than the two cores
     # beside three workers and their samplers, and every case samples one process.
-    loads = {name: start_workload(threads=1) for name in ("busy", "kill", "redis", "lost", "race")}
+    # The workers start beside other tests; the busy targets and the faults run alone.
+    loads: dict[str, Workload] = {}
     cases: list[Case] = []
     try:
-        cases = _run_matrix(api, hosts, loads, workers, redis, doomed_queue)
+        with alone():
+            for name in ("busy", "kill", "redis", "lost", "race"):
+                loads[name] = start_workload(threads=1)
+            cases = _run_matrix(api, hosts, loads, workers, redis, doomed_queue)
     finally:
         for worker in workers:
             if worker.proc.poll() is None:

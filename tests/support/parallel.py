@@ -1,18 +1,21 @@
 """The suite in parallel (pytest-xdist: `make test` runs four processes, `make test-fast`
 two): the longest tests are handed out first, one at a time, to whichever process is
-free; tests marked `alone` run last, with no other test running; the files `make
-test-fast` leaves out are marked `slow`.
+free; tests marked `alone` run last; the files `make test-fast` leaves out are marked
+`slow`.
 
 `alone` is for the few tests whose assertions are about time on this machine: a
 whole-job sampling window (8 processes, on PostgreSQL or `make run`'s defaults, or 32),
 a fault injected mid-sample. On a 2-core machine, other tests running beside them would test
-the machine's load, not the product. Every other test takes a shared turn; an `alone`
-test takes the turn exclusively, so it waits for the running tests to end, and no new
-test starts until it is done. As they are handed out last, what an `alone` test waits
-for is the few tests each process already holds (xdist gives each two ahead): those
-run side by side first, not one by one between the `alone` tests (a gate in front of
-the turn once made them wait, 20 s each, and then run after). Outside xdist there is
-nothing to wait for.
+the machine's load, not the product. Every test holds a shared turn while it runs; an
+`alone` test sets up beside the others (its workers, sshd hosts and idle targets) and
+takes the turn exclusively only for what it measures, `with alone():` (the `alone`
+fixture): that waits for the running tests to end, and no test starts, or sets up,
+until the block is done. Its setup is not measured, so it need not wait: the four
+`alone` tests once ran one after the other for 79 s at the end of a run, most of it
+starting workers, sshd and a `make run` stack while the other processes sat idle.
+As they are handed out last, what an `alone` block waits for is the few tests each
+process already holds (xdist gives each two ahead). Outside xdist there is nothing to
+wait for.
 
 Loaded by tests/conftest.py (`pytest_plugins`).
 """
@@ -24,6 +27,7 @@ import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -134,22 +138,63 @@ def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
 
 
 @contextlib.contextmanager
-def turn(folder: Path, exclusive: bool) -> Iterator[None]:
-    """Hold a shared turn, or the only one, among the processes using `folder`."""
+def turn(folder: Path, exclusive: bool) -> Iterator[IO[str]]:
+    """Hold a shared turn, or the only one, among the processes using `folder`; yields
+    the open lock file (`Alone` converts the lock on it)."""
     with open(folder / "turn.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
-            yield
+            yield held
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)
+
+
+_HELD = pytest.StashKey["IO[str] | None"]()
+
+
+class Alone:
+    """`with alone():` runs its block while no other test runs (see the module's text).
+
+    The shared turn the test holds is converted to the exclusive one: flock drops the
+    shared lock, then waits for every other holder, so two `alone` tests converting at
+    once cannot deadlock; after the block the turn is shared again, for the teardown."""
+
+    def __init__(self, held: IO[str] | None) -> None:
+        self.held = held
+        self.entered = False
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        self.entered = True
+        if self.held is None:  # not under xdist: nothing runs beside this test
+            yield
+            return
+        fcntl.flock(self.held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.held, fcntl.LOCK_SH)
 
 
 @pytest.fixture(autouse=True)
 def _parallel_turn(request, tmp_path_factory) -> Iterator[None]:
     if not os.environ.get("PYTEST_XDIST_WORKER"):
+        request.node.stash[_HELD] = None
         yield
         return
     # Every xdist worker's base temp folder sits in one folder of the run.
     folder = tmp_path_factory.getbasetemp().parent
-    with turn(folder, exclusive=request.node.get_closest_marker("alone") is not None):
+    with turn(folder, exclusive=False) as held:
+        request.node.stash[_HELD] = held
         yield
+
+
+@pytest.fixture
+def alone(request, _parallel_turn) -> Iterator[Alone]:
+    """For a test marked `alone`: `with alone():` around what it measures."""
+    if request.node.get_closest_marker("alone") is None:
+        pytest.fail("the `alone` fixture is for tests marked @pytest.mark.alone")
+    block = Alone(request.node.stash[_HELD])
+    yield block
+    # A test marked `alone` that measures nothing alone would run last for nothing.
+    assert block.entered, "a test marked `alone` never entered `with alone():`"
