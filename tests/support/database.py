@@ -15,15 +15,14 @@ Loaded by tests/conftest.py (`pytest_plugins`).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+from tests.support.locks import flocked
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,16 +30,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER") and engine.endswith("postgresql"):
         # Registered after pytest-django, so this `django_db_setup` is the one used.
         config.pluginmanager.register(TemplateDatabase(), "flamedeck-template-database")
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def _run_folder(config: pytest.Config) -> Path:
@@ -72,7 +61,7 @@ class TemplateDatabase:
         folder = _run_folder(request.config)
         template, own = _template_name(folder), connection.creation._get_test_db_name()
         quote = connection.ops.quote_name
-        with django_db_blocker.unblock(), _locked(folder / "database.lock"):
+        with django_db_blocker.unblock(), flocked(folder / "database.lock", exclusive=True):
             with connection._nodb_cursor() as cursor:
                 missing = not _exists(cursor, template)
             if missing:
@@ -99,7 +88,7 @@ class TemplateDatabase:
 
         folder = _run_folder(session.config)
         blocker = session.config.stash[blocking_manager_key]
-        with blocker.unblock(), _locked(folder / "database.lock"):
+        with blocker.unblock(), flocked(folder / "database.lock", exclusive=True):
             ended = folder / "database.ended"
             with open(ended, "a") as log:
                 log.write(os.environ["PYTEST_XDIST_WORKER"] + "\n")

@@ -31,6 +31,8 @@ from typing import IO
 
 import pytest
 
+from tests.support.locks import flocked
+
 # Handed out first, longest first, so no process is left with a long test at the end.
 # Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
 # when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test.
@@ -137,16 +139,10 @@ def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
         items.sort(key=_rank)  # stable: the order within a file is kept
 
 
-@contextlib.contextmanager
-def turn(folder: Path, exclusive: bool) -> Iterator[IO[str]]:
+def turn(folder: Path, exclusive: bool) -> contextlib.AbstractContextManager[IO[str]]:
     """Hold a shared turn, or the only one, among the processes using `folder`; yields
     the open lock file (`Alone` converts the lock on it)."""
-    with open(folder / "turn.lock", "a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield held
-        finally:
-            fcntl.flock(held, fcntl.LOCK_UN)
+    return flocked(folder / "turn.lock", exclusive)
 
 
 _HELD = pytest.StashKey["IO[str] | None"]()
