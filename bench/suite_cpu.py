@@ -8,11 +8,14 @@ Run it in one process with nothing else running (the machine's CPU is what it re
     CI=true PYTHONPATH=bench .venv/bin/python -m pytest -p suite_cpu -n 0 -q
 
 `SUITE_CPU_OUT` names the TSV (default var/suite_cpu.tsv; nodeid, wall, CPU-s, start
-and end in seconds since the epoch). Under pytest-xdist (`-n 2`) each process writes
+and end in seconds since the epoch, then the CPU seconds of the test process itself
+and of the children it waited for, then for an `alone` test when its block asked for
+the machine, got it and gave it back). Under pytest-xdist (`-n 2`) each process writes
 its own (`suite_cpu.gw0.tsv`, …): the CPU column then counts the other processes' tests
-too, but the start and end times show when each process ran what, and `--timeline`
-in `python bench/suite_cpu.py --timeline var/suite_cpu.gw*.tsv` prints the busy
-processes minute by minute and what ran in the last minutes. The figures it gave are
+too (the test process's own columns do not), but the start and end times show when
+each process ran what, and `--timeline` in `python bench/suite_cpu.py --timeline
+var/suite_cpu.gw*.tsv` prints the busy processes minute by minute, what ran in the
+last minutes and the `alone` blocks. The figures it gave are
 in docs/figures.md#where-the-suites-time-goes.
 
 Which kinds of process spent the machine's CPU while a command ran (test processes,
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import subprocess
 import time
 from collections import defaultdict
@@ -57,9 +61,23 @@ def busy_cpu_s() -> float:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    cpu, wall, start = busy_cpu_s(), time.monotonic(), time.time()
+    cpu, wall, start, own = busy_cpu_s(), time.monotonic(), time.time(), _own_cpu_s()
     yield
-    _rows.append((item.nodeid, time.monotonic() - wall, busy_cpu_s() - cpu, start, time.time()))
+    _rows.append(
+        (item.nodeid, time.monotonic() - wall, busy_cpu_s() - cpu, start, time.time())
+        + tuple(now - then for now, then in zip(_own_cpu_s(), own, strict=True))
+        + next((times for name, times in item.user_properties if name == "alone"), ())
+    )
+
+
+def _own_cpu_s() -> tuple[float, float]:
+    """CPU seconds of this test process (every thread: the live server's too) and of
+    the children it has waited for (`manage.py` commands, workers stopped, py-spy)."""
+    me, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime, children.ru_utime + children.ru_stime
 
 
 def pytest_sessionfinish(session):
@@ -67,10 +85,10 @@ def pytest_sessionfinish(session):
         return
     _OUT.parent.mkdir(parents=True, exist_ok=True)
     _OUT.write_text(
-        "".join(f"{n}\t{w:.3f}\t{c:.3f}\t{s:.3f}\t{e:.3f}\n" for n, w, c, s, e in _rows)
+        "".join("\t".join([row[0], *(f"{v:.3f}" for v in row[1:])]) + "\n" for row in _rows)
     )
     by_file: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
-    for nodeid, wall, cpu, _, _ in _rows:
+    for nodeid, wall, cpu, *_ in _rows:
         entry = by_file[nodeid.split("::")[0]]
         entry[0], entry[1], entry[2] = entry[0] + wall, entry[1] + cpu, entry[2] + 1
     wall = sum(r[1] for r in _rows)
@@ -84,11 +102,13 @@ def pytest_sessionfinish(session):
 def timeline(paths: list[str], last_s: float = 120.0) -> None:
     """How many processes ran a test in each minute of a parallel run, and which tests
     ran in its last `last_s` seconds (where a run's tail waits on a few long tests)."""
-    runs = []
+    runs, blocks = [], []
     for path in paths:
         for line in Path(path).read_text().splitlines():
-            nodeid, _, _, start, end = line.split("\t")
+            nodeid, _, _, start, end, *rest = line.split("\t")
             runs.append((Path(path).suffixes[-2].strip("."), nodeid, float(start), float(end)))
+            if len(rest) == 5:  # an `alone` block: asked, got, released
+                blocks.append((nodeid, *map(float, rest[2:])))
     t0, t1 = min(r[2] for r in runs), max(r[3] for r in runs)
     print(f"{len(runs)} tests from {len(paths)} processes over {t1 - t0:.0f} s")
     for minute in range(int((t1 - t0) // 60) + 1):
@@ -99,6 +119,10 @@ def timeline(paths: list[str], last_s: float = 120.0) -> None:
     for worker, nodeid, start, end in sorted(runs, key=lambda r: r[2]):
         if end > t1 - last_s and end - start > 1.0:
             print(f"  {worker} {start - t0:6.1f}-{end - t0:6.1f} s  {nodeid}")
+    if blocks:
+        print("`alone` blocks (asked, held from-to):")
+    for nodeid, asked, got, released in sorted(blocks, key=lambda b: b[2]):
+        print(f"  {asked - t0:6.1f}  {got - t0:6.1f}-{released - t0:6.1f} s  {nodeid}")
 
 
 _KINDS = (  # (kind, pattern searched in the command line), first match wins

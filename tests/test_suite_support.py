@@ -4,6 +4,7 @@ the test database copied from a template."""
 import os
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -27,10 +28,11 @@ def test_the_walk_client_tells_a_page_that_reads_its_query_from_one_that_does_no
 
 def test_an_alone_block_waits_for_every_other_test_and_shares_the_turn_again(tmp_path):
     entered, left = threading.Event(), threading.Event()
+    item = SimpleNamespace(user_properties=[])  # the `alone` test's item
     with turn(tmp_path, exclusive=False) as held:
 
         def measure():
-            with Alone(held)():
+            with Alone(held, item)():
                 entered.set()
                 left.wait(5)
 
@@ -44,6 +46,9 @@ def test_an_alone_block_waits_for_every_other_test_and_shares_the_turn_again(tmp
         assert entered.wait(5)
         left.set()
         thread.join(5)
+    # bench/suite_cpu.py's timeline reads when the block asked, got and gave back the turn.
+    ((name, (asked, got, released)),) = item.user_properties
+    assert name == "alone" and asked + 0.25 < got <= released
     # Shared again after the block: another test could take its turn beside it.
     with turn(tmp_path, exclusive=False) as held:
         block = Alone(held)
@@ -70,3 +75,102 @@ def test_under_xdist_on_postgresql_each_process_has_its_own_copy_of_the_template
         template = _template_name(_run_folder(request.config))
         cursor.execute("SELECT datname FROM pg_database WHERE datname = %s", [template])
         assert cursor.fetchone() is not None
+
+
+class _Process:
+    """An xdist process as the scheduler sees it: the tests sent, the shutdown told."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.shutting_down, self.ran = name, False, []
+        self.gateway = SimpleNamespace(id=name)
+
+    def send_runtest_some(self, indices) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def _scheduler(scheduler_class, tmp_path, monkeypatch, durations=(1.0,) * 43, alone=(40, 41, 42)):
+    """`scheduler_class` over four processes, a collection handed out as xdist starts."""
+    collection = [f"tests/test_x.py::test_{i}" for i in range(len(durations))]
+    listed = tmp_path / "alone.txt"
+    listed.write_text("\n".join(collection[i] for i in sorted(alone)))
+    monkeypatch.setenv("FLAMEDECK_ALONE_LIST", str(listed))
+    config = SimpleNamespace(getvalue=lambda name: ["4*popen"], getoption=lambda name: 1)
+    scheduler = scheduler_class(config, log=SimpleNamespace(loadsched=lambda *args: None))
+    processes = [_Process(f"gw{i}") for i in range(4)]
+    for process in processes:
+        scheduler.add_node(process)
+        scheduler.add_node_collection(process, collection)
+    scheduler.schedule()
+    return scheduler, processes
+
+
+def _simulate(scheduler_class, tmp_path, monkeypatch, durations: list[float], alone: set[int]):
+    """Run a collection through `scheduler_class` on four processes, as xdist's processes
+    do: each runs its next test once it holds another after it or has been told there is
+    none. Returns {process: the tests it ran, in order}."""
+    scheduler, processes = _scheduler(scheduler_class, tmp_path, monkeypatch, durations, alone)
+    busy_until = dict.fromkeys(processes, 0.0)
+    while any(scheduler.node2pending[p] for p in processes):
+        ready = [
+            p
+            for p in processes
+            if len(scheduler.node2pending[p]) >= 2
+            or (p.shutting_down and scheduler.node2pending[p])
+        ]
+        assert ready, "every process waits for a test that is never sent"
+        process = min(ready, key=lambda p: busy_until[p])  # the first to finish its test
+        index = scheduler.node2pending[process][0]
+        busy_until[process] += durations[index]
+        process.ran.append(index)
+        scheduler.mark_test_complete(process, index)
+    return {p.name: p.ran for p in processes}
+
+
+def test_every_alone_test_goes_to_a_process_of_its_own_when_there_are_enough(tmp_path, monkeypatch):
+
+    from tests.support.parallel import AloneApart
+
+    # Ordinary tests, three long ones among the last, then three `alone` tests: one
+    # process runs short tests while the others are in the long ones.
+    durations = [1.0] * 37 + [20.0, 20.0, 20.0] + [30.0, 30.0, 30.0]
+    alone = {40, 41, 42}
+    ran = _simulate(AloneApart, tmp_path, monkeypatch, durations, alone)
+    held = {name: [i for i in tests if i in alone] for name, tests in ran.items()}
+    assert sorted(len(tests) for tests in held.values()) == [0, 1, 1, 1], held
+    assert sorted(i for tests in ran.values() for i in tests) == list(range(43))
+
+
+def test_a_process_holding_an_alone_test_is_told_there_is_no_more(tmp_path, monkeypatch):
+    """The moment it was built for: three processes in their last ordinary tests, one
+    holding an `alone` test asks for more, and two `alone` tests are left."""
+    from xdist.scheduler import LoadScheduling
+
+    from tests.support.parallel import AloneApart
+
+    def ask(scheduler_class):
+        scheduler, (first, *others) = _scheduler(scheduler_class, tmp_path, monkeypatch)
+        scheduler.pending[:] = [41, 42]
+        for process, held in zip((first, *others), ([40], [37], [38], [39]), strict=True):
+            scheduler.node2pending[process][:] = held
+        scheduler.check_schedule(first)
+        return scheduler, first, others
+
+    # xdist's own: the 32-rank window queued behind the 8-rank one on one process.
+    scheduler, first, _ = ask(LoadScheduling)
+    assert scheduler.node2pending[first] == [40, 41] and not first.shutting_down
+    # Here: told there is no more, so it runs the one it holds; the next process takes 41.
+    scheduler, first, (second, *_) = ask(AloneApart)
+    assert scheduler.node2pending[first] == [40] and first.shutting_down
+    scheduler.check_schedule(second)
+    assert scheduler.node2pending[second] == [37, 41] and scheduler.pending == [42]
+
+
+def test_more_alone_tests_than_processes_still_all_run(tmp_path, monkeypatch):
+    from tests.support.parallel import AloneApart
+
+    durations = [1.0] * 10 + [5.0] * 6
+    ran = _simulate(AloneApart, tmp_path, monkeypatch, durations, set(range(10, 16)))
+    assert sorted(i for tests in ran.values() for i in tests) == list(range(16))

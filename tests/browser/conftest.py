@@ -1,4 +1,4 @@
-"""Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright, against
+"""Headless Chromium (Debian's chromium-headless-shell) driven by Playwright, against
 pytest-django's live_server. Never `playwright install`: the system browser is used."""
 
 import os
@@ -28,7 +28,7 @@ SCREENSHOTS = Path(
 @pytest.fixture(scope="session")
 def chromium():
     playwright_api = require_module("playwright.sync_api", "pip install -e '.[dev]'")
-    require(CHROMIUM, "Chromium", "apt-get install chromium")
+    require(CHROMIUM, "Chromium's headless shell", "apt-get install chromium-headless-shell")
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser

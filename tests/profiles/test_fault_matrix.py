@@ -10,6 +10,9 @@ A case whose capture sampled is timed from py-spy's first sample, one that never
 from the request: how long SSH and py-spy's attach take is the host's load, not the
 fault's (on CI's loaded 2-core machine a capture once sampled 4.7 s after its request,
 and the Redis restart case then ended 0.1 s past a bound counted from the request).
+So bound, it runs beside the rest of the suite: beside three and then six other test
+processes (load average 9.2 on the 2 cores) every case stayed 4.6 s or more inside its
+bound (docs/figures.md#faults).
 """
 
 from __future__ import annotations
@@ -217,9 +220,8 @@ def _hosts(py_spy: str, down_port: int, silent_port: int) -> dict[str, Host]:
     return {name: Host.objects.create(name=name, **spec) for name, spec in specs.items()}
 
 
-@pytest.mark.alone
 def test_every_fault_ends_in_a_named_state_in_time_with_no_sampler_left(
-    api, sshd, tmp_path, capsys, alone
+    api, sshd, tmp_path, capsys
 ):
     py_spy = Host.objects.get(name="local").py_spy
     silent = SilentServer()
@@ -235,14 +237,12 @@ def test_every_fault_ends_in_a_named_state_in_time_with_no_sampler_left(
     ]  # fmt: skip
     # One working thread each: six workloads of two wanted more than the two cores
     # beside three workers and their samplers, and every case samples one process.
-    # The workers start beside other tests; the busy targets and the faults run alone.
     loads: dict[str, Workload] = {}
     cases: list[Case] = []
     try:
-        with alone():
-            for name in ("busy", "kill", "redis", "lost", "race"):
-                loads[name] = start_workload(threads=1)
-            cases = _run_matrix(api, hosts, loads, workers, redis, doomed_queue)
+        for name in ("busy", "kill", "redis", "lost", "race"):
+            loads[name] = start_workload(threads=1)
+        cases = _run_matrix(api, hosts, loads, workers, redis, doomed_queue)
     finally:
         for worker in workers:
             if worker.proc.poll() is None:

@@ -24,10 +24,12 @@ from tests.support.workload import pyspy_running, start_workload
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
-# 5 s, not the bench's 10: the bounds are the same (every py-spy sampling within 1 s
-# of the others, all done within duration + 5 s) and 100 rounds a process still show
-# a short count; these tests run with nothing beside them, so every second is the suite's.
-DURATION_S = 5
+# 3 s, not the bench's 10: the bounds are the same (every py-spy sampling within 1 s of
+# the others, all done within duration + 5 s: what the window may add to it is fixed,
+# not a share of it) and 60 rounds a process still show a short count; these tests run
+# with nothing beside them, so every second is the suite's (5 s until the suite had to
+# fit in 5.5 min).
+DURATION_S = 3
 # Light targets: 32 CPU-bound processes would swamp a 2-core test machine; idle
 # threads still give py-spy (with --idle) a sample per thread per tick.
 SETTINGS = dict(duration=DURATION_S, rate=20, native=False, threads=True, idle=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DURATION_S = 5  # as in test_group_window_e2e.py: the same bounds, half the bench's window
+DURATION_S = 3  # as in test_group_window_e2e.py: the same bounds, a shorter window
 LINE = re.compile(
     r"(\d+) processes on 1 host\(s\): (\d+)/\d+ done, start skew ([\d.]+) s, "
     r"request to all done ([\d.]+) s"

@@ -1,7 +1,14 @@
 """Headless Chromium as the tests and the page benchmark drive it: Debian's
-/usr/bin/chromium through Playwright (never `playwright install`)."""
+chromium-headless-shell through Playwright (never `playwright install`).
 
-CHROMIUM = "/usr/bin/chromium"
+The headless shell is Chromium's engine without the browser's UI layer, built from the
+same source as Debian's /usr/bin/chromium (same version), and the binary Playwright
+itself launches for headless runs. Over the suite's browser tests it spent 98 CPU-s of
+the machine against 157 for /usr/bin/chromium in headless mode (the browser process
+51 → 18, the renderers 77 → 64, the GPU process 23 → 15; `bench/suite_cpu.py --kinds`,
+docs/figures.md), and the suite is bound by the two cores' CPU."""
+
+CHROMIUM = "/usr/bin/chromium-headless-shell"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -4,18 +4,19 @@ free; tests marked `alone` run last; the files `make test-fast` leaves out are m
 `slow`.
 
 `alone` is for the few tests whose assertions are about time on this machine: a
-whole-job sampling window (8 processes, on PostgreSQL or `make run`'s defaults, or 32),
-a fault injected mid-sample. On a 2-core machine, other tests running beside them would test
-the machine's load, not the product. Every test holds a shared turn while it runs; an
-`alone` test sets up beside the others (its workers, sshd hosts and idle targets) and
-takes the turn exclusively only for what it measures, `with alone():` (the `alone`
-fixture): that waits for the running tests to end, and no test starts, or sets up,
-until the block is done. Its setup is not measured, so it need not wait: the four
-`alone` tests once ran one after the other for 79 s at the end of a run, most of it
-starting workers, sshd and a `make run` stack while the other processes sat idle.
-As they are handed out last, what an `alone` block waits for is the few tests each
-process already holds (xdist gives each two ahead). Outside xdist there is nothing to
-wait for.
+whole-job sampling window (8 processes, on PostgreSQL or `make run`'s defaults, or 32).
+On a 2-core machine, other tests running beside them would test the machine's load, not
+the product. Every test holds a shared turn while it runs; an `alone` test sets up
+beside the others (its workers, sshd hosts and idle targets) and takes the turn
+exclusively only for what it measures, `with alone():` (the `alone` fixture): that waits
+for the running tests to end, and no test starts, or sets up, until the block is done.
+Its setup is not measured, so it need not wait: the four `alone` tests once ran one
+after the other for 79 s at the end of a run, most of it starting workers, sshd and a
+`make run` stack while the other processes sat idle. As they are handed out last, what
+an `alone` block waits for is the few tests each process already holds, and each goes
+to a process of its own (`AloneApart`). Outside xdist there is nothing to wait for.
+The fault matrix bounds its cases from py-spy's first sample, not from the request,
+and runs beside the rest (its module says what it held under load).
 
 Loaded by tests/conftest.py (`pytest_plugins`).
 """
@@ -25,11 +26,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 import pytest
+from xdist.scheduler import LoadScheduling
 
 from tests.support.locks import flocked
 
@@ -37,10 +41,12 @@ from tests.support.locks import flocked
 # Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
 # when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test.
 FIRST = (
+    "tests/profiles/test_group_window_embedded.py",  # `alone`: the longest set-up first
     "tests/profiles/test_group_window_e2e.py",
     "tests/browser/test_csp.py",
     "tests/browser/test_xss.py",
     "tests/profiles/test_analysis_once_e2e.py",
+    "tests/profiles/test_fault_matrix.py",
     "tests/test_error_corpus.py",
     "tests/browser/test_screenshots.py",
     "tests/browser/test_capture_flow.py",
@@ -127,6 +133,58 @@ def pytest_configure(config: pytest.Config) -> None:
     # process free (`--maxschedchunk` given on the command line wins).
     if getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
+    if not os.environ.get("PYTEST_XDIST_WORKER") and config.pluginmanager.has_plugin("xdist"):
+        # The controller: the processes it starts write their `alone` tests here.
+        handle, name = tempfile.mkstemp(prefix="flamedeck-alone-", suffix=".txt")
+        os.close(handle)
+        os.environ[_ALONE_LIST] = name
+        config.add_cleanup(lambda: (os.environ.pop(_ALONE_LIST, None), os.unlink(name)))
+
+
+_ALONE_LIST = "FLAMEDECK_ALONE_LIST"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "load":
+        return None  # xdist's own
+    return AloneApart(config, log)
+
+
+class AloneApart(LoadScheduling):
+    """xdist's `load` scheduling, but at the end, where only `alone` tests are left,
+    no process is handed a second one while another process could set one up.
+
+    A process runs a test only once it holds the next (or is told there is none), so
+    xdist keeps two tests queued on each: the process that started the 8-rank window
+    asked for more at once and queued the 32-rank one behind it, which then set up only
+    after the first had ended, while two processes sat idle (53 s from the last
+    ordinary test to the end of the run, 16 of them waiting for set-ups). Here a
+    process holding an `alone` test is told there is nothing more while the tests left
+    can each go to a process holding none: every `alone` test sets up beside the others
+    and the blocks follow one another."""
+
+    alone: set[int] | None = None
+
+    def check_schedule(self, node, duration: float = 0) -> None:
+        if self.alone is None:  # read once: every process has collected by now
+            self.alone = _alone_indices(self.collection or [])
+        if node.shutting_down or not self.pending or self.pending[0] not in self.alone:
+            super().check_schedule(node, duration)
+            return
+        holding = [n for n in self.nodes if set(self.node2pending[n]) & self.alone]
+        free = [n for n in self.nodes if not n.shutting_down and n not in holding]
+        if node in holding and len(self.pending) <= len(free):
+            node.shutdown()  # it runs the `alone` test it holds, then ends
+        elif len(self.node2pending[node]) < 2:
+            self._send_tests(node, 1)
+
+
+def _alone_indices(collection: list[str]) -> set[int]:
+    """The positions in xdist's collection of the tests marked `alone` (as the
+    processes wrote them when they collected)."""
+    path = os.environ.get(_ALONE_LIST)
+    names = set(Path(path).read_text().split("\n")) if path else set()
+    return {index for index, nodeid in enumerate(collection) if nodeid in names}
 
 
 def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
@@ -137,6 +195,11 @@ def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
         # Every process collects, and xdist hands out tests by their index in that
         # collection, so it is sorted there (the controller collects nothing).
         items.sort(key=_rank)  # stable: the order within a file is kept
+        if path := os.environ.get(_ALONE_LIST):  # for the controller's AloneApart
+            alone = [item.nodeid for item in items if item.get_closest_marker("alone")]
+            mine = Path(f"{path}.{os.environ['PYTEST_XDIST_WORKER']}")
+            mine.write_text("\n".join(alone))
+            os.replace(mine, path)  # whole: every process writes the same list
 
 
 def turn(folder: Path, exclusive: bool) -> contextlib.AbstractContextManager[IO[str]]:
@@ -155,8 +218,9 @@ class Alone:
     shared lock, then waits for every other holder, so two `alone` tests converting at
     once cannot deadlock; after the block the turn is shared again, for the teardown."""
 
-    def __init__(self, held: IO[str] | None) -> None:
+    def __init__(self, held: IO[str] | None, item: pytest.Item | None = None) -> None:
         self.held = held
+        self.item = item
         self.entered = False
 
     @contextlib.contextmanager
@@ -165,11 +229,15 @@ class Alone:
         if self.held is None:  # not under xdist: nothing runs beside this test
             yield
             return
+        asked = time.time()
         fcntl.flock(self.held, fcntl.LOCK_EX)
+        got = time.time()
         try:
             yield
         finally:
             fcntl.flock(self.held, fcntl.LOCK_SH)
+            if self.item is not None:  # when it asked, got and gave back the machine
+                self.item.user_properties.append(("alone", (asked, got, time.time())))
 
 
 @pytest.fixture(autouse=True)
@@ -190,7 +258,7 @@ def alone(request, _parallel_turn) -> Iterator[Alone]:
     """For a test marked `alone`: `with alone():` around what it measures."""
     if request.node.get_closest_marker("alone") is None:
         pytest.fail("the `alone` fixture is for tests marked @pytest.mark.alone")
-    block = Alone(request.node.stash[_HELD])
+    block = Alone(request.node.stash[_HELD], request.node)
     yield block
     # A test marked `alone` that measures nothing alone would run last for nothing.
     assert block.entered, "a test marked `alone` never entered `with alone():`"
