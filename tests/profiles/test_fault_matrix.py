@@ -28,6 +28,7 @@ import pytest
 from django.utils import timezone
 from kombu import Connection
 
+from config import celery_app
 from profiles import capture_files, enqueue, services
 from profiles.models import Capture
 from profiles.tasks import run_capture
@@ -250,6 +251,9 @@ def test_every_fault_ends_in_a_named_state_in_time_with_no_sampler_left(
         for load in loads.values():
             load.stop()
         redis.stop()
+        # Sending to it declared the queue in this process's app: the suite's next test
+        # here expects only this process's own queues.
+        celery_app.amqp.queues.pop(doomed_queue, None)
         silent.close()
     _report(cases, capsys)
     for case in cases:
