@@ -111,7 +111,9 @@ def _phases(group) -> str:
     return ", ".join(parts)
 
 
-def _one_size(client, processes: int, duration: int, workdir: Path, wait: bool) -> dict:
+def _one_size(client, processes: int, duration: int, workdir: Path, wait: bool, report) -> None:
+    """Measure one size and `report` it before the workers, targets and hosts stop (a
+    caller waiting for the figures, as the `alone` test does, need not wait for those)."""
     from runs.models import Host, Run, RunProcess
     from tests.support.worker import WorkerProcess
     from tests.support.workload import start_workload
@@ -136,7 +138,7 @@ def _one_size(client, processes: int, duration: int, workdir: Path, wait: bool) 
         if wait:
             print(f"ready: {processes} targets and the workers run", flush=True)
             sys.stdin.readline()
-        return _measure(client, run.pk, worker, duration)
+        report(_measure(client, run.pk, worker, duration))
     finally:
         worker.stop()
         for workload in workloads:
@@ -183,14 +185,17 @@ def _bench(args: argparse.Namespace) -> None:
     )
     for processes in (int(size) for size in args.sizes.split(",")):
         hosts = 1 if processes <= PER_HOST else processes // PER_HOST
-        r = _one_size(client, processes, args.duration, workdir, args.wait)
-        print(
-            f"  {processes:>3} processes on {hosts} host(s): {r['done']}/{processes} done, "
-            f"start skew {r['start_skew_s']:.3f} s, request to all done {r['wall_s']:.1f} s "
-            f"(target < {args.duration + 5} s), worker RSS peak {r['rss_mb']:.0f} MB, "
-            f"ssh clients peak {r['ssh']:.0f}\n      (s after the request: {r['phases']})",
-            flush=True,
-        )
+
+        def report(r: dict, processes: int = processes, hosts: int = hosts) -> None:
+            print(
+                f"  {processes:>3} processes on {hosts} host(s): {r['done']}/{processes} done, "
+                f"start skew {r['start_skew_s']:.3f} s, request to all done {r['wall_s']:.1f} s "
+                f"(target < {args.duration + 5} s), worker RSS peak {r['rss_mb']:.0f} MB, "
+                f"ssh clients peak {r['ssh']:.0f}\n      (s after the request: {r['phases']})",
+                flush=True,
+            )
+
+        _one_size(client, processes, args.duration, workdir, args.wait, report)
 
 
 if __name__ == "__main__":

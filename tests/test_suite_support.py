@@ -1,6 +1,7 @@
 """The suite's own machinery: the walk client's query-string record, the `alone` turn,
 the test database copied from a template."""
 
+import fcntl
 import os
 import threading
 import time
@@ -56,6 +57,29 @@ def test_an_alone_block_waits_for_every_other_test_and_shares_the_turn_again(tmp
             pass
         with turn(tmp_path, exclusive=False):
             assert block.entered
+
+
+def test_after_its_block_an_alone_test_keeps_a_shared_turn_until_it_releases_it(tmp_path):
+    """The next `alone` block waits while this test's unbounded work goes on after its
+    block, and no longer once it only stops what it started."""
+
+    def exclusive_now() -> bool:
+        with open(tmp_path / "turn.lock", "a") as other:  # another `alone` block asking
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return True
+
+    with turn(tmp_path, exclusive=False) as held:
+        block = Alone(held)
+        with block():
+            assert not exclusive_now()  # its own block
+        assert not exclusive_now()  # shared again: the 32-rank analyses run here
+        block.release()
+        assert exclusive_now()  # stopping workers and targets keeps no one waiting
+    assert exclusive_now()
 
 
 @pytest.mark.django_db

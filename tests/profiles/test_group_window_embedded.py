@@ -51,6 +51,8 @@ def test_eight_ranks_sample_in_one_window_on_make_runs_embedded_defaults(alone, 
                     bench.stdin.write("go\n")
                     bench.stdin.flush()
                     out.until(LINE.search, 120)
+                # The bench prints its figures before it stops its workers and targets.
+                alone.release()
             bench.stdin.close()
             bench.wait(timeout=60)
         finally:
