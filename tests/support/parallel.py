@@ -15,9 +15,9 @@ but not bounded, run outside its block and must not load the next one) until it 
 `alone.release()`, when what is left is stopping what it started. Its setup is not
 measured, so it need not wait: the four `alone` tests once ran one after the other for
 79 s at the end of a run, most of it starting workers, sshd and a `make run` stack
-while the other processes sat idle. As they are handed out last, what
-an `alone` block waits for is the few tests each process already holds, and each goes
-to a process of its own (`AloneApart`). Outside xdist there is nothing to wait for.
+while the other processes sat idle. As they are handed out last, what an `alone` block
+waits for is the few tests each process already holds, and each goes to a process of
+its own (`AloneApart`). Outside xdist there is nothing to wait for.
 The fault matrix bounds its cases from py-spy's first sample, not from the request,
 and runs beside the rest (its module says what it held under load).
 
@@ -39,6 +39,9 @@ import pytest
 from xdist.scheduler import LoadScheduling
 
 from tests.support.locks import flocked
+
+# Names the file where the processes write their `alone` tests for the controller.
+_ALONE_LIST = "FLAMEDECK_ALONE_LIST"
 
 # Handed out first, longest first, so no process is left with a long test at the end.
 # Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
@@ -142,9 +145,6 @@ def pytest_configure(config: pytest.Config) -> None:
         os.close(handle)
         os.environ[_ALONE_LIST] = name
         config.add_cleanup(lambda: (os.environ.pop(_ALONE_LIST, None), os.unlink(name)))
-
-
-_ALONE_LIST = "FLAMEDECK_ALONE_LIST"
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
