@@ -4,8 +4,9 @@ PY := .venv/bin/python
 # can make a virtual environment (Debian's python3-venv): Debian builds it with PGO and
 # LTO and links libpython into the executable, and it runs this project's Python 15-35%
 # faster than a source build with --enable-shared such as pyenv's (the engine's property
-# tests 28 instead of 44 CPU-s, the URL walks 38 instead of 45; docs/figures.md). Else
-# python3 on PATH. Another: `make setup PYTHON=python3.12` (after `rm -r .venv`).
+# tests 28-31 instead of 38-43 CPU-s, two URL walks 38 instead of 44-46; the suite 443
+# instead of 544 s; docs/figures.md). Else python3 on PATH. Another: `make setup
+# PYTHON=python3.12` (after `rm -r .venv`).
 PYTHON ?= $(shell /usr/bin/python3 -c 'import ensurepip, sys; assert sys.version_info >= (3, 11)' 2>/dev/null && echo /usr/bin/python3 || echo python3)
 PORT ?= 8000
 # Bytecode is cached (__pycache__/ is ignored by git), whatever the shell says: without
