@@ -1,10 +1,12 @@
 """The suite's own machinery: the walk client's query-string record, the `alone` turn,
-the test database copied from a template."""
+the test database copied from a template, and browser waits the pages' CSP allows."""
 
+import ast
 import fcntl
 import os
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +15,20 @@ from django.db import connection
 
 from tests.support.parallel import Alone, turn
 from tests.support.walk import WalkClient
+
+
+def test_no_browser_test_waits_on_a_javascript_string_the_csp_would_refuse():
+    """`page.wait_for_function("...")` polls its string with eval in the page, which the
+    pages' `script-src 'self'` refuses from the second poll on: the wait passed when the
+    page was already there and failed CI when it was not. Wait with `expect(...)` or
+    `wait_for_selector`, which Playwright runs in its own world."""
+    found = []
+    for path in sorted((Path(__file__).parent / "browser").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            call = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            if call and node.func.attr == "wait_for_function":
+                found.append(f"{path.name}:{node.lineno}")
+    assert not found, f"wait_for_function under the CSP: {found}"
 
 
 @pytest.mark.django_db
