@@ -46,14 +46,14 @@ def test_the_walk_client_tells_a_page_that_reads_its_query_from_one_that_does_no
 def test_an_alone_block_waits_for_every_other_test_and_shares_the_turn_again(tmp_path):
     entered, left = threading.Event(), threading.Event()
     item = SimpleNamespace(user_properties=[])  # the `alone` test's item
-    with turn(tmp_path, exclusive=False) as held:
+    with turn(tmp_path) as held:
 
         def measure():
             with Alone(held, item)():
                 entered.set()
                 left.wait(5)
 
-        other = turn(tmp_path, exclusive=False)  # another test, running
+        other = turn(tmp_path)  # another test, running
         other.__enter__()
         thread = threading.Thread(target=measure)
         thread.start()
@@ -67,12 +67,49 @@ def test_an_alone_block_waits_for_every_other_test_and_shares_the_turn_again(tmp
     ((name, (asked, got, released)),) = item.user_properties
     assert name == "alone" and asked + 0.25 < got <= released
     # Shared again after the block: another test could take its turn beside it.
-    with turn(tmp_path, exclusive=False) as held:
+    with turn(tmp_path) as held:
         block = Alone(held)
         with block():
             pass
-        with turn(tmp_path, exclusive=False):
+        with turn(tmp_path):
             assert block.entered
+
+
+def test_while_a_block_waits_no_new_test_starts_and_after_it_one_does(tmp_path):
+    """Asked while the other processes still have tests to run, a block waits for the
+    one each is running, not until they run out: a test asking for its turn after the
+    block asked waits behind it (flock alone would let it in ahead)."""
+    asked, entered, leave, started = (threading.Event() for _ in range(4))
+
+    def measure(held):
+        asked.set()
+        with Alone(held)():
+            entered.set()
+            leave.wait(5)
+
+    def newcomer():
+        with turn(tmp_path):
+            started.set()
+
+    with turn(tmp_path) as held:
+        running = turn(tmp_path)  # another process's test, running
+        running.__enter__()
+        block = threading.Thread(target=measure, args=(held,))
+        block.start()
+        asked.wait(5)
+        time.sleep(0.2)  # the block now waits for the running test
+        later = threading.Thread(target=newcomer)
+        later.start()
+        time.sleep(0.3)
+        assert not started.is_set() and not entered.is_set()
+        running.__exit__(None, None, None)
+        assert entered.wait(5)
+        time.sleep(0.2)
+        assert not started.is_set()  # not during the block either
+        leave.set()
+        block.join(5)
+        assert started.wait(5)  # the gate opened with the block's end
+        later.join(5)
 
 
 def test_after_its_block_an_alone_test_keeps_a_shared_turn_until_it_releases_it(tmp_path):
@@ -88,7 +125,7 @@ def test_after_its_block_an_alone_test_keeps_a_shared_turn_until_it_releases_it(
             fcntl.flock(other, fcntl.LOCK_UN)
             return True
 
-    with turn(tmp_path, exclusive=False) as held:
+    with turn(tmp_path) as held:
         block = Alone(held)
         with block():
             assert not exclusive_now()  # its own block
@@ -181,6 +218,38 @@ def test_every_alone_test_goes_to_a_process_of_its_own_when_there_are_enough(tmp
     held = {name: [i for i in tests if i in alone] for name, tests in ran.items()}
     assert sorted(len(tests) for tests in held.values()) == [0, 1, 1, 1], held
     assert sorted(i for tests in ran.values() for i in tests) == list(range(43))
+
+
+def test_alone_tests_before_short_ones_each_go_to_a_process_that_keeps_running_tests(
+    tmp_path, monkeypatch
+):
+    """As `_rank` orders them: ordinary tests, three `alone` ones, then short tests
+    (AFTER_ALONE). Each `alone` test goes to a process of its own, and a process holding
+    one is given the short tests after them to run next, not a second `alone` one."""
+    from tests.support.parallel import AloneApart
+
+    durations = [1.0] * 30 + [20.0, 20.0, 20.0] + [1.0] * 40
+    alone = {30, 31, 32}
+    ran = _simulate(AloneApart, tmp_path, monkeypatch, durations, alone)
+    held = {name: [i for i in tests if i in alone] for name, tests in ran.items()}
+    assert sorted(len(tests) for tests in held.values()) == [0, 1, 1, 1], held
+    assert sorted(i for tests in ran.values() for i in tests) == list(range(73))
+    for tests in ran.values():  # each ran short tests after its `alone` one
+        if set(tests) & alone:
+            assert tests[-1] > 32, tests
+    # The moment itself: one process holds an `alone` test and asks for more while two
+    # are left, then the short ones; the others are in their last ordinary tests.
+    scheduler, (first, *others) = _scheduler(
+        AloneApart, tmp_path, monkeypatch, durations, alone
+    )  # fmt: skip
+    scheduler.pending[:] = list(range(31, 73))
+    for process, queued in zip((first, *others), ([30], [27], [28], [29]), strict=True):
+        scheduler.node2pending[process][:] = queued
+    scheduler.check_schedule(first)
+    assert scheduler.node2pending[first] == [30, 33] and not first.shutting_down
+    assert scheduler.pending[:3] == [31, 32, 34]
+    scheduler.check_schedule(others[0])
+    assert scheduler.node2pending[others[0]] == [27, 31]
 
 
 def test_a_process_holding_an_alone_test_is_told_there_is_no_more(tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """The suite in parallel (pytest-xdist: `make test` runs four processes, `make test-fast`
 two): the longest tests are handed out first, one at a time, to whichever process is
-free; tests marked `alone` run last; the files `make test-fast` leaves out are marked
-`slow`.
+free; tests marked `alone` run near the end, before a few short files; the files `make
+test-fast` leaves out are marked `slow`.
 
 `alone` is for the few tests whose assertions are about time on this machine: a
 whole-job sampling window (8 processes, on PostgreSQL or `make run`'s defaults, or 32).
@@ -15,9 +15,11 @@ but not bounded, run outside its block and must not load the next one) until it 
 `alone.release()`, when what is left is stopping what it started. Its setup is not
 measured, so it need not wait: the four `alone` tests once ran one after the other for
 79 s at the end of a run, most of it starting workers, sshd and a `make run` stack
-while the other processes sat idle. As they are handed out last, what an `alone` block
-waits for is the few tests each process already holds, and each goes to a process of
-its own (`AloneApart`). Outside xdist there is nothing to wait for.
+while the other processes sat idle. They are handed out after every longer test and
+before the short AFTER_ALONE files, so what an `alone` block waits for is the one
+short test each other process is running (a gate keeps new ones from starting: see
+`turn`), and each goes to a process of its own (`AloneApart`). Outside xdist there is
+nothing to wait for.
 The fault matrix bounds its cases from py-spy's first sample, not from the request,
 and runs beside the rest (its module says what it held under load).
 
@@ -118,17 +120,28 @@ SLOW = (
 )
 
 
+# Handed out after the `alone` tests: short tests (1-4 s) that keep the cores busy while
+# the `alone` tests set up, and after their blocks while they stop what they started;
+# a block waits only for the one test each other process is running.
+AFTER_ALONE = ("tests/runs/",)
+
+
 def _rank(item: pytest.Item) -> tuple[int, int]:
-    """The FIRST files in their order, then the rest in collection order, `alone`
-    tests last.
+    """The FIRST files in their order, then the rest in collection order, then the
+    `alone` tests, then the AFTER_ALONE files.
 
     An `alone` test handed out while others run waits for them to end, every other
     process idle meanwhile: at the start that was the longest tests (the 8-rank
-    window once waited 23 s behind a 45 s browser walk); at the end only short
-    ones run, and the processes would be idle by then anyway."""
+    window once waited 23 s behind a 45 s browser walk). Handed out last, they set up
+    and stopped their workers and targets with the other processes idle (tail 36 s from
+    the last ordinary test, 16 s of it in their blocks). Before the short AFTER_ALONE
+    tests, a block waits a second or two for what is running and the set-ups and
+    teardowns run beside tests."""
     path = item.nodeid.split("::")[0]
-    alone = item.get_closest_marker("alone") is not None
-    return int(alone), FIRST.index(path) if path in FIRST else len(FIRST)
+    first = FIRST.index(path) if path in FIRST else len(FIRST)
+    if item.get_closest_marker("alone") is not None:
+        return 1, first
+    return (2 if first == len(FIRST) and path.startswith(AFTER_ALONE) else 0), first
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -154,17 +167,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 
 class AloneApart(LoadScheduling):
-    """xdist's `load` scheduling, but at the end, where only `alone` tests are left,
-    no process is handed a second one while another process could set one up.
+    """xdist's `load` scheduling, but no process is handed a second `alone` test while
+    another process could set one up.
 
     A process runs a test only once it holds the next (or is told there is none), so
     xdist keeps two tests queued on each: the process that started the 8-rank window
     asked for more at once and queued the 32-rank one behind it, which then set up only
     after the first had ended, while two processes sat idle (53 s from the last
-    ordinary test to the end of the run, 16 of them waiting for set-ups). Here a
-    process holding an `alone` test is told there is nothing more while the tests left
-    can each go to a process holding none: every `alone` test sets up beside the others
-    and the blocks follow one another."""
+    ordinary test to the end of the run, 16 of them waiting for set-ups). Here, when
+    the next test is an `alone` one, a process holding none gets it, one at a time; a
+    process holding one gets the first ordinary test after them instead, and where only
+    `alone` tests are left it is told there is nothing more while the tests left can
+    each go to a process holding none: every `alone` test sets up beside the others and
+    the blocks follow one another."""
 
     alone: set[int] | None = None
 
@@ -174,11 +189,23 @@ class AloneApart(LoadScheduling):
         if node.shutting_down or not self.pending or self.pending[0] not in self.alone:
             super().check_schedule(node, duration)
             return
+        queued = self.node2pending[node]
+        if not set(queued) & self.alone:
+            if len(queued) < 2:
+                self._send_tests(node, 1)  # the `alone` test
+            return
+        ordinary = next((index for index in self.pending if index not in self.alone), None)
+        if ordinary is not None:
+            if len(queued) < 2:
+                self.pending.remove(ordinary)
+                queued.append(ordinary)
+                node.send_runtest_some([ordinary])
+            return
         holding = [n for n in self.nodes if set(self.node2pending[n]) & self.alone]
         free = [n for n in self.nodes if not n.shutting_down and n not in holding]
-        if node in holding and len(self.pending) <= len(free):
+        if len(self.pending) <= len(free):
             node.shutdown()  # it runs the `alone` test it holds, then ends
-        elif len(self.node2pending[node]) < 2:
+        elif len(queued) < 2:
             self._send_tests(node, 1)
 
 
@@ -205,10 +232,22 @@ def pytest_collection_modifyitems(config, items: list[pytest.Item]) -> None:
             os.replace(mine, path)  # whole: every process writes the same list
 
 
-def turn(folder: Path, exclusive: bool) -> contextlib.AbstractContextManager[IO[str]]:
-    """Hold a shared turn, or the only one, among the processes using `folder`; yields
-    the open lock file (`Alone` converts the lock on it)."""
-    return flocked(folder / "turn.lock", exclusive)
+@contextlib.contextmanager
+def turn(folder: Path) -> Iterator[IO[str]]:
+    """Hold a shared turn among the processes using `folder`; yields the open lock file
+    (`Alone` converts the lock on it).
+
+    The turn is taken through a gate (`gate.lock`) that an `alone` block holds from the
+    moment it asks until it ends. Linux's flock lets a new shared holder in ahead of an
+    exclusive one waiting, so without the gate a block asked while the other processes
+    still had tests to run would wait until they ran out."""
+    with open(folder / "turn.lock", "a") as held:
+        with flocked(folder / "gate.lock", exclusive=True):
+            fcntl.flock(held, fcntl.LOCK_SH)
+        try:
+            yield held
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 _HELD = pytest.StashKey["IO[str] | None"]()
@@ -217,9 +256,11 @@ _HELD = pytest.StashKey["IO[str] | None"]()
 class Alone:
     """`with alone():` runs its block while no other test runs (see the module's text).
 
-    The shared turn the test holds is converted to the exclusive one: flock drops the
-    shared lock, then waits for every other holder, so two `alone` tests converting at
-    once cannot deadlock; after the block the turn is shared again, for the teardown."""
+    The test gives its shared turn up, closes the gate (no test starts or sets up from
+    then on) and waits for the exclusive turn (the running tests end). Giving the shared
+    turn up before waiting at the gate keeps two `alone` tests asking at once from
+    waiting for each other. After the block the turn is shared again, for the teardown,
+    and the gate opens."""
 
     def __init__(self, held: IO[str] | None, item: pytest.Item | None = None) -> None:
         self.held = held
@@ -233,14 +274,17 @@ class Alone:
             yield
             return
         asked = time.time()
-        fcntl.flock(self.held, fcntl.LOCK_EX)
-        got = time.time()
-        try:
-            yield
-        finally:
-            fcntl.flock(self.held, fcntl.LOCK_SH)
-            if self.item is not None:  # when it asked, got and gave back the machine
-                self.item.user_properties.append(("alone", (asked, got, time.time())))
+        fcntl.flock(self.held, fcntl.LOCK_UN)
+        gate = flocked(Path(self.held.name).with_name("gate.lock"), exclusive=True)
+        with gate:
+            fcntl.flock(self.held, fcntl.LOCK_EX)
+            got = time.time()
+            try:
+                yield
+            finally:
+                fcntl.flock(self.held, fcntl.LOCK_SH)
+                if self.item is not None:  # when it asked, got and gave back the machine
+                    self.item.user_properties.append(("alone", (asked, got, time.time())))
 
     def release(self) -> None:
         """Give the turn back for the rest of the test, once what is left only stops the
@@ -260,7 +304,7 @@ def _parallel_turn(request, tmp_path_factory) -> Iterator[None]:
         return
     # Every xdist worker's base temp folder sits in one folder of the run.
     folder = tmp_path_factory.getbasetemp().parent
-    with turn(folder, exclusive=False) as held:
+    with turn(folder) as held:
         request.node.stash[_HELD] = held
         yield
 
