@@ -4,6 +4,7 @@ the test database copied from a template, and browser waits the pages' CSP allow
 import ast
 import fcntl
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -152,6 +153,42 @@ def test_under_xdist_on_postgresql_each_process_has_its_own_copy_of_the_template
         template = _template_name(_run_folder(request.config))
         cursor.execute("SELECT datname FROM pg_database WHERE datname = %s", [template])
         assert cursor.fetchone() is not None
+
+
+def test_a_database_still_in_use_at_the_end_is_dropped_naming_who_held_it(django_db_blocker):
+    """The end of a process's run drops its database: a session a test left open (here
+    a `psql` still connected) is named with its process, then ended."""
+    from tests.support.database import _drop
+    from tests.support.requirements import missing
+
+    missing(None if connection.vendor == "postgresql" else "the copies are PostgreSQL's")
+    name = f"test_flamedeck_left_open_{os.getpid()}"
+    quote = connection.ops.quote_name
+    db = settings.DATABASES["default"]
+    with django_db_blocker.unblock(), connection._nodb_cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {quote(name)}")
+        holder = subprocess.Popen(
+            ["psql", "-h", db["HOST"], "-p", str(db["PORT"]), "-U", db["USER"], "-d", name,
+             "-c", "SELECT pg_sleep(60)"],
+        )  # fmt: skip
+        try:
+            until = time.monotonic() + 10
+            while time.monotonic() < until:
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name])
+                if cursor.fetchone()[0]:
+                    break
+                time.sleep(0.05)
+            with pytest.warns(UserWarning, match=f"sessions left on {name}") as said:
+                _drop(cursor, name, quote)
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+            assert cursor.fetchone() is None
+            named = str(said[0].message)
+            assert f"from pid {holder.pid}: " in named and "psql" in named
+            assert holder.wait(10) != 0  # its session was ended
+        finally:
+            holder.kill()
+            holder.wait()
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)} WITH (FORCE)")
 
 
 class _Process:

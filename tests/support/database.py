@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import OperationalError
 
 from tests.support.locks import flocked
+from tests.support.procs import command_line
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,6 +49,41 @@ def _template_name(folder: Path) -> str:
 def _exists(cursor, name: str) -> bool:
     cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
     return cursor.fetchone() is not None
+
+
+def _client(port: int) -> str:
+    """The local process whose TCP connection has source port `port`, as `ss` names it."""
+    found = subprocess.run(
+        ["ss", "-Htnp", "state", "established", f"( sport = :{port} )"],
+        capture_output=True, text=True, timeout=10,
+    )  # fmt: skip
+    pids = sorted(set(re.findall(r"pid=(\d+)", found.stdout)))
+    lines = [f"pid {pid}: {command_line(int(pid))[:300]}" for pid in pids]
+    return "; ".join(lines) or f"no local process on port {port}"
+
+
+def _drop(cursor, name: str, quote) -> None:
+    """Drop a process's database at the end of its run. PostgreSQL waits 5 s for the
+    other sessions on it to end; one still open then (a process a test started that
+    outlived it, or a thread's connection not yet collected) is named in a warning, with
+    the process holding it, and ended, so the run's result is its tests'."""
+    try:
+        cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+        return
+    except OperationalError:
+        pass  # still in use after PostgreSQL's 5 s
+    cursor.execute(
+        "SELECT pid, application_name, client_port, backend_start, state, left(query, 200)"
+        " FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+        [name],
+    )
+    sessions = [
+        f"backend {pid} ({app or 'no name'}, {state}, since {start:%H:%M:%S}, last {query!r})"
+        f" from {_client(port) if port else 'a socket'}"
+        for pid, app, port, start, state, query in cursor.fetchall()
+    ]
+    warnings.warn(f"sessions left on {name} at the end of the run: {sessions}", stacklevel=1)
+    cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)} WITH (FORCE)")
 
 
 class TemplateDatabase:
@@ -79,7 +119,7 @@ class TemplateDatabase:
         with django_db_blocker.unblock():
             connection.close()
             with connection._nodb_cursor() as cursor:
-                cursor.execute(f"DROP DATABASE IF EXISTS {quote(own)}")
+                _drop(cursor, own, quote)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The last process of the run drops the template."""
