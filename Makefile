@@ -83,3 +83,4 @@ bench: setup
 	$(PY) bench/bench_group.py
 	$(PY) bench/bench_hostile.py
 	$(PY) bench/bench_series.py
+	$(PY) bench/bench_ssh.py

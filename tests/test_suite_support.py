@@ -1,5 +1,6 @@
 """The suite's own machinery: the walk client's query-string record, the `alone` turn,
-the test database copied from a template, and browser waits the pages' CSP allows."""
+the test database copied from a template, browser waits the pages' CSP allows, and the
+test sshd's cheap connections."""
 
 import ast
 import fcntl
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.support.parallel import Alone, turn
+from tests.support.sshd import ALIAS
 from tests.support.walk import WalkClient
 
 
@@ -30,6 +32,22 @@ def test_no_browser_test_waits_on_a_javascript_string_the_csp_would_refuse():
             if call and node.func.attr == "wait_for_function":
                 found.append(f"{path.name}:{node.lineno}")
     assert not found, f"wait_for_function under the CSP: {found}"
+
+
+@pytest.mark.sshd
+def test_a_connection_to_the_test_sshd_uses_curve25519_and_a_shell_that_reads_no_bashrc(sshd):
+    """Each connection cost 0.25 CPU-s before (tests/support/sshd.py says where it went;
+    `python bench/bench_ssh.py` measures it): OpenSSH's default post-quantum key
+    exchange, and a bash that sources ~/.bashrc because sshd started it (level 1)."""
+    shown = subprocess.run(
+        ["ssh", "-v", "-F", str(sshd.config), "-T", "-o", "BatchMode=yes", ALIAS, "echo $SHLVL"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "kex: algorithm: curve25519-sha256\n" in shown.stderr, shown.stderr
+    assert shown.stdout.split() == ["2"]
 
 
 @pytest.mark.django_db
