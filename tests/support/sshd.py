@@ -34,6 +34,7 @@ ALIAS = "flamedeck-test"
 # `tests/runs/` at -n 4, back to back twice: 84-85 busy CPU-s of the machine and 47.6 s
 # before, 69-72 CPU-s and 40.6-41.9 s after.
 KEX = "curve25519-sha256,curve25519-sha256@libssh.org"
+LEAN = (f"KexAlgorithms {KEX}", "SetEnv SHLVL=1")  # the two lines, as sshd_config has them
 
 
 def free_port() -> int:
@@ -112,7 +113,7 @@ class SSHServer:
             f"AuthorizedKeysFile {self.dir / 'authorized_keys'}\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
             f"StrictModes no\nUsePAM no\nPidFile {self.pid_file}\nLogLevel VERBOSE\n"
-            f"KexAlgorithms {KEX}\nSetEnv SHLVL=1\n"
+            + "".join(f"{line}\n" for line in LEAN)
         )
 
     def write_known_hosts(self, path: Path | None = None) -> Path:
