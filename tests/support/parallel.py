@@ -47,18 +47,21 @@ _ALONE_LIST = "FLAMEDECK_ALONE_LIST"
 
 # Handed out first, longest first, so no process is left with a long test at the end.
 # Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
-# when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test.
+# when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test. The
+# browser walks mostly wait (for a page, the network to settle) and the URL walks only
+# compute, so they alternate: with the browser walks together at the start, the two
+# cores were 20-50% idle for 40 s (busy CPU sampled each second from /proc/stat).
 FIRST = (
     "tests/profiles/test_group_window_embedded.py",  # `alone`: the longest set-up first
     "tests/profiles/test_group_window_e2e.py",
     "tests/browser/test_csp.py",
+    "tests/test_error_corpus.py",
     "tests/browser/test_xss.py",
+    "tests/test_redaction_walk.py",
     "tests/profiles/test_analysis_once_e2e.py",
     "tests/profiles/test_fault_matrix.py",
-    "tests/test_error_corpus.py",
     "tests/browser/test_screenshots.py",
     "tests/browser/test_capture_flow.py",
-    "tests/test_redaction_walk.py",
     "tests/profiles/test_jobs_e2e.py",
     "tests/config/test_serve.py",
     "tests/profiles/test_watch_e2e.py",
