@@ -79,16 +79,17 @@ class SeaweedS3:
         tried again from nothing: new ports, an empty data folder. Each failed try is
         kept in `failed_tries` (a line and weed's log) and named if every try fails."""
         for _ in range(tries):
-            failure = self._try_start()
+            failure, again = self._try_start()
             if failure is None:
                 return self
             self.failed_tries.append(failure)
-            if "address already in use" not in failure and "did not answer" not in failure:
+            if not again:
                 break  # weed refused its arguments or its folder: another try would too
         raise RuntimeError("weed did not start:\n" + "\n\n".join(self.failed_tries))
 
-    def _try_start(self) -> str | None:
-        """One try: None once the bucket exists, else why not (with weed's log)."""
+    def _try_start(self) -> tuple[str | None, bool]:
+        """One try: (None, _) once the bucket exists, else (why not, with weed's log;
+        whether another try may do better)."""
         shutil.rmtree(self.dir / "data", ignore_errors=True)  # nothing of a failed try
         with (self.dir / "weed.log").open("wb") as log:
             self.proc = subprocess.Popen(
@@ -97,15 +98,16 @@ class SeaweedS3:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                return f"weed exited {self.proc.returncode}: {self.log_tail()}"
+                log = self.log_tail()
+                return f"weed exited {self.proc.returncode}: {log}", "address already in use" in log
             try:
                 self.client().create_bucket(Bucket=self.bucket)  # once the filer is up
-                return None
+                return None, False
             except Exception:  # noqa: BLE001, S112 — not up yet: connection refused, 5xx
                 time.sleep(0.3)
         failure = f"weed's S3 gateway did not answer in {START_TIMEOUT_S}s: {self.log_tail()}"
         self._kill()
-        return failure
+        return failure, True
 
     def log_tail(self) -> str:
         path = self.dir / "weed.log"
