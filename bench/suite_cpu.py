@@ -165,7 +165,8 @@ def _pids() -> list[int]:
 
 
 def kinds(command: list[str], every_s: float = 0.3) -> int:
-    """Run `command`, then print the CPU seconds each kind of process spent meanwhile."""
+    """Run `command`, then print the CPU seconds each kind of process spent meanwhile,
+    and how many processes of that kind were seen."""
     first: dict[tuple[int, str], float] = {}  # what ran before the command: its CPU then
     for pid in _pids():
         if (cpu := _cpu_s(pid)) is not None:
@@ -183,15 +184,17 @@ def kinds(command: list[str], every_s: float = 0.3) -> int:
             seen[key][2] = cpu[1]
         time.sleep(every_s)
     totals: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
     for kind, start, last in seen.values():
         totals[kind] += last - start
+        counts[kind] += 1
     print(
         f"\nsuite_cpu --kinds: {time.monotonic() - wall:.0f} s, "
         f"{busy_cpu_s() - busy:.0f} busy CPU-s of the machine; by kind of process:"
     )
     for kind, cpu_s in sorted(totals.items(), key=lambda kv: -kv[1]):
         if cpu_s >= 0.5:
-            print(f"{cpu_s:8.1f} CPU-s  {kind}")
+            print(f"{cpu_s:8.1f} CPU-s  {counts[kind]:5d} processes  {kind}")
     return proc.returncode
 
 
