@@ -9,13 +9,16 @@ PY := .venv/bin/python
 # PYTHON=python3.12` (after `rm -r .venv`).
 PYTHON ?= $(shell /usr/bin/python3 -c 'import ensurepip, sys; assert sys.version_info >= (3, 11)' 2>/dev/null && echo /usr/bin/python3 || echo python3)
 PORT ?= 8000
+# The address `make run` binds: this machine only; HOST=0.0.0.0 serves the nodes of a
+# job (docs/serving.md).
+HOST ?= 127.0.0.1
 # Bytecode is cached (__pycache__/ is ignored by git), whatever the shell says: without
 # it every test process rewrote and compiled every test module again (collection 5.3 s
 # a process instead of 2.2 s), and every worker and `manage.py` it started compiled the
 # project's own modules.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup run test test-fast lint format screenshots bench worker static docs
+.PHONY: setup run test test-fast lint format screenshots bench worker static docs torchenv
 
 .venv/.installed: pyproject.toml
 	$(PYTHON) -m venv .venv
@@ -29,11 +32,22 @@ node_modules/.installed: package.json package-lock.json
 
 setup: .venv/.installed node_modules/.installed
 
+# PyTorch (CPU) in a venv of its own, for the tests that start real gloo jobs (a hung
+# rank, a relaunch) and the recorders in bench/. Pinned: this machine kind keeps that
+# wheel on disk (PIP_FIND_LINKS); `torch` unpinned would fetch a CUDA build of several GB.
+# The tests find it at .torchenv/ (or TORCH_PYTHON); without it they skip, or fail under CI.
+torchenv: .torchenv/.installed
+
+.torchenv/.installed:
+	$(PYTHON) -m venv .torchenv
+	.torchenv/bin/pip install -q --only-binary=:all: torch==2.13.0
+	touch $@
+
 run: setup
 	$(PY) manage.py preflight
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
-	$(PY) manage.py serve --port $(PORT)
+	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
 worker: setup
 	$(PY) manage.py serve --workers-only

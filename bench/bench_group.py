@@ -11,8 +11,12 @@ filesystem broker), OpenSSH's sshd on loopback, the app's two workers (threads p
 on the capture queue, prefork on the analysis queue), py-spy on real processes. The
 targets are light (idle threads, sampled with --idle) so that 64 of them fit on a
 small machine; py-spy does the same work per sample either way.
+With `--dump`, a whole-job dump instead ("Dump all ranks": 3 dumps of every rank, 1 s
+apart) of a hung job (every rank blocked in `all_reduce_wait` but one, in
+`wait_for_lock`: tests/support/hung_ranks.py): the wall time from the request until the
+group's verdict is stored, and the verdict. Target: within 10 s for 64 ranks on 8 hosts.
 Run: .venv/bin/python bench/bench_group.py [--sizes 8,32,64] [--duration 10] [--embedded]
-[--wait] (`--embedded`: `make run`'s defaults, SQLite and the filesystem broker;
+[--wait] [--dump] (`--embedded`: `make run`'s defaults, SQLite and the filesystem broker;
 `--wait`: before each size's capture, print `ready` and wait for a line on stdin, so
 that a caller can keep other work off the machine for the window alone).
 """
@@ -74,26 +78,37 @@ def _hosts(count: int, workdir: Path) -> tuple[list, list[str], Path | None]:
     return servers, [f"node-{i}" for i in range(count)], cluster_config(servers, workdir)
 
 
-def _measure(client, run_id: int, worker, duration: int) -> dict:
+DUMP = {"kind": "dump", "repeat": 3, "interval": 1}
+
+
+def _measure(client, run_id: int, worker, duration: int, dump: bool = False) -> dict:
     from profiles import jobs
     from profiles.models import CaptureGroup
 
     t0 = time.monotonic()
     response = client.post(
         f"/api/runs/{run_id}/capture/",
-        {"duration": duration, "rate": 20, "native": False, "idle": True},
+        DUMP if dump else {"duration": duration, "rate": 20, "native": False, "idle": True},
         content_type="application/json",
     )
     group = CaptureGroup.objects.get(pk=response.json()["id"])
     rss = ssh = 0.0
-    while jobs.group_summary(group)["status"] == "running" and time.monotonic() - t0 < 300:
+
+    def waiting() -> bool:
+        if dump:
+            group.refresh_from_db()
+            return group.report_status == "pending"
+        return jobs.group_summary(group)["status"] == "running"
+
+    while waiting() and time.monotonic() - t0 < 300:
         rss, ssh = max(rss, worker.rss_mb()), max(ssh, worker.ssh_clients())
         time.sleep(0.1)
     wall = time.monotonic() - t0
     summary = jobs.group_summary(group)
     done = group.captures.filter(status="done").count()
+    verdict = (group.stacks or {}).get("verdict") or {"kind": group.report_error or "none"}
     return {**summary, "wall_s": wall, "rss_mb": rss, "ssh": ssh, "done": done,
-            "phases": _phases(group)}  # fmt: skip
+            "phases": _phases(group), "verdict": verdict}  # fmt: skip
 
 
 def _phases(group) -> str:
@@ -111,12 +126,23 @@ def _phases(group) -> str:
     return ", ".join(parts)
 
 
-def _one_size(client, processes: int, duration: int, workdir: Path, wait: bool, report) -> None:
+def _targets(processes: int, dump: bool) -> list:
+    """Light workloads to sample; for a dump, a hung job's stand-in ranks (one odd)."""
+    from tests.support.hung_ranks import Rank
+    from tests.support.workload import start_workload
+
+    if not dump:
+        return [start_workload(threads=0) for _ in range(processes)]
+    return [Rank("locked" if rank == processes // 2 else "waiter") for rank in range(processes)]
+
+
+def _one_size(
+    client, processes: int, duration: int, workdir: Path, wait: bool, report, dump: bool = False
+) -> None:
     """Measure one size and `report` it before the workers, targets and hosts stop (a
     caller waiting for the figures, as the `alone` test does, need not wait for those)."""
     from runs.models import Host, Run, RunProcess
     from tests.support.worker import WorkerProcess
-    from tests.support.workload import start_workload
 
     host_count = max(1, processes // PER_HOST)
     servers, names, config = _hosts(host_count if processes > PER_HOST else 1, workdir)
@@ -127,7 +153,7 @@ def _one_size(client, processes: int, duration: int, workdir: Path, wait: bool, 
         )[0]
         for name in names
     ]
-    workloads = [start_workload(threads=0) for _ in range(processes)]
+    workloads = _targets(processes, dump)
     run = Run.objects.create(name=f"bench-{processes}-{time.time_ns()}", status="running")
     for rank, workload in enumerate(workloads):
         host = hosts[rank * len(hosts) // processes]
@@ -138,7 +164,7 @@ def _one_size(client, processes: int, duration: int, workdir: Path, wait: bool, 
         if wait:
             print(f"ready: {processes} targets and the workers run", flush=True)
             sys.stdin.readline()
-        report(_measure(client, run.pk, worker, duration))
+        report(_measure(client, run.pk, worker, duration, dump))
     finally:
         worker.stop()
         for workload in workloads:
@@ -153,6 +179,7 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--embedded", action="store_true", help="SQLite + filesystem broker")
     parser.add_argument("--wait", action="store_true", help="measure on a line from stdin")
+    parser.add_argument("--dump", action="store_true", help="a whole-job dump of a hung job")
     args = parser.parse_args()
     database = _configure(args.embedded)
     try:
@@ -187,6 +214,15 @@ def _bench(args: argparse.Namespace) -> None:
         hosts = 1 if processes <= PER_HOST else processes // PER_HOST
 
         def report(r: dict, processes: int = processes, hosts: int = hosts) -> None:
+            if args.dump:
+                v = r["verdict"]
+                print(f"  {processes:>3} ranks on {hosts} host(s), dumped 3 times 1 s apart: "
+                      f"verdict {v['kind']} (odd: {', '.join(v.get('odd') or []) or '-'}) "
+                      f"{r['wall_s']:.1f} s after the request (target < 10 s), "
+                      f"{r['done']}/{processes} done, worker RSS peak {r['rss_mb']:.0f} MB, "
+                      f"ssh clients peak {r['ssh']:.0f}\n      {v.get('explanation', '')}",
+                      flush=True)  # fmt: skip
+                return
             print(
                 f"  {processes:>3} processes on {hosts} host(s): {r['done']}/{processes} done, "
                 f"start skew {r['start_skew_s']:.3f} s, request to all done {r['wall_s']:.1f} s "
@@ -195,7 +231,7 @@ def _bench(args: argparse.Namespace) -> None:
                 flush=True,
             )
 
-        _one_size(client, processes, args.duration, workdir, args.wait, report)
+        _one_size(client, processes, args.duration, workdir, args.wait, report, args.dump)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Page speed at scale, in a throwaway database.
 
-Creates a run with 1,000 captures and a capture with 100,000 unique stacks, then
-prints, per page, the server time and the number of SQL queries (Django test
-client), and the time to an interactive flamegraph in headless Chromium.
+Creates a run with 1,000 captures, a capture with 100,000 unique stacks and a
+whole-job dump of 1,024 ranks (the real hung gloo job of tests/data/dumps/own_code,
+its ranks repeated, a quarter of them odd), then prints, per page, the server time and
+the number of SQL queries (Django test client), and the time to an interactive page
+in headless Chromium (the flamegraph drawn; the dump's classes drawn).
 
-Run: `.venv/bin/python bench/bench_pages.py` (uses config.settings_test: PostgreSQL
+Run: `.venv/bin/python bench/bench_pages.py [--dump-only]` (uses config.settings_test: PostgreSQL
 when it answers on 127.0.0.1, otherwise SQLite under a temporary folder).
 """
 
@@ -26,7 +28,7 @@ django.setup()
 
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, reset_queries  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
@@ -84,6 +86,8 @@ def make_data(owner):
     t0 = time.perf_counter()
     raw = big_raw(UNIQUE_STACKS)
     big = services.capture_import(user=owner, file=SimpleUploadedFile("big.txt", raw), run=run)
+    if big.stats is None:
+        raise SystemExit(f"the big import ended {big.status}: {big.error}")
     print(
         f"setup: imported {len(raw) / 1e6:.1f} MB raw, {big.stats['unique_stacks']} unique stacks "
         f"in {time.perf_counter() - t0:.1f} s (status {big.status}); stored per-thread "
@@ -92,8 +96,30 @@ def make_data(owner):
     return run, big, host
 
 
+DUMP_RANKS = 1024
+
+
+def make_dump_group():
+    """A whole-job dump of DUMP_RANKS ranks: the real dumps of the 4-rank own_code hang,
+    rank r taking rank r % 4's dumps (so a quarter stand apart, in `wait_for_lock`)."""
+    from profiles.pyspy.dump import parse_dump
+    from runs.models import Run
+    from tests import factories
+
+    case = ROOT / "tests" / "data" / "dumps" / "own_code"
+    real = [[parse_dump((case / f"rank-{r}.{k}.json").read_text()) for k in range(3)]
+            for r in range(4)]  # fmt: skip
+    t0 = time.perf_counter()
+    series = {f"rank-{r}": real[r % 4] for r in range(DUMP_RANKS)}
+    group = factories.whole_job_dump(Run.objects.create(name="bench hung job"), series)
+    print(f"setup: a whole-job dump of {DUMP_RANKS} ranks stored with its verdict in "
+          f"{time.perf_counter() - t0:.1f} s ({group.stacks['verdict']['kind']})")  # fmt: skip
+    return group
+
+
 def time_page(client: Client, label: str, url: str) -> None:
     client.get(url)  # warm caches and compressor
+    reset_queries()  # a full query log (9,000 of the set-up's inserts) miscounts
     times, queries = [], 0
     for _ in range(REPEAT):
         with CaptureQueriesContext(connection) as ctx:
@@ -107,7 +133,7 @@ def time_page(client: Client, label: str, url: str) -> None:
     print(f"  {label:<38} {statistics.median(times) * 1000:8.1f} ms {queries:5d} queries")
 
 
-def browser_times(owner_client: Client, big, run) -> None:
+def browser_times(owner_client: Client, big, run, dump_group) -> None:
     from pytest_django.live_server_helper import LiveServer
 
     try:
@@ -125,15 +151,25 @@ def browser_times(owner_client: Client, big, run) -> None:
             context = logged_in_context(browser, owner_client, server.url)
             page = context.new_page()
             page.set_default_timeout(60_000)
-            for label, url, ready in [
-                (
-                    "capture page, 100k stacks",
-                    big.get_absolute_url(),
-                    "#flamegraph[data-ready='1']",
-                ),
-                ("run page, 1,000 captures", run.get_absolute_url(), "#captures table"),
-                ("run list", "/", "table.runs"),
-            ]:
+            dump_page = (
+                f"whole-job dump page, {DUMP_RANKS} ranks",
+                dump_group.get_absolute_url(),
+                "#stack-classes",
+            )
+            for label, url, ready in (
+                [dump_page]
+                if big is None
+                else [
+                    dump_page,
+                    (
+                        "capture page, 100k stacks",
+                        big.get_absolute_url(),
+                        "#flamegraph[data-ready='1']",
+                    ),
+                    ("run page, 1,000 captures", run.get_absolute_url(), "#captures table"),
+                    ("run list", "/", "table.runs"),
+                ]
+            ):
                 page.goto(server.url + url)  # warm
                 samples = []
                 for _ in range(3):
@@ -142,6 +178,9 @@ def browser_times(owner_client: Client, big, run) -> None:
                     page.wait_for_selector(ready)
                     samples.append(time.perf_counter() - start)
                 print(f"  {label:<38} {statistics.median(samples) * 1000:8.1f} ms to interactive")
+            if big is None:
+                browser.close()
+                return
             page.goto(server.url + big.get_absolute_url())
             page.wait_for_selector("#flamegraph[data-ready='1']")
             nodes = page.locator("#flamegraph g").count()
@@ -167,9 +206,17 @@ def main() -> None:
     try:
         owner = User.objects.create_user("bench")
         owner.groups.add(Group.objects.get(name="operators"))
-        run, big, host = make_data(owner)
+        dump_group = make_dump_group()
         client = Client()
         client.force_login(owner)
+        if "--dump-only" in sys.argv:  # the whole-job dump page alone
+            time_page(client, f"whole-job dump page ({DUMP_RANKS} ranks)",
+                      dump_group.get_absolute_url())  # fmt: skip
+            time_page(client, f"whole-job dump API ({DUMP_RANKS} ranks)",
+                      f"/api/groups/{dump_group.pk}/")  # fmt: skip
+            browser_times(client, None, None, dump_group)
+            return
+        run, big, host = make_data(owner)
         print(f"server time (median of {REPEAT}) and SQL queries per page:")
         for label, url in [
             ("run list (301 runs)", "/"),
@@ -187,11 +234,13 @@ def main() -> None:
                 f"/api/captures/{big.pk}/?thread=target-1,target-2",
             ),
             ("host page", host.get_absolute_url()),
+            (f"whole-job dump page ({DUMP_RANKS} ranks)", dump_group.get_absolute_url()),
+            (f"whole-job dump API ({DUMP_RANKS} ranks)", f"/api/groups/{dump_group.pk}/"),
             ("keyword sets", "/keywords/"),
         ]:
             time_page(client, label, url)
         print("headless Chromium, navigation to interactive (median of 3):")
-        browser_times(client, big, run)
+        browser_times(client, big, run, dump_group)
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 

@@ -3,7 +3,7 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from config.params import ID_MAX, PID_MAX, parse_int
+from config.params import ID_MAX, PID_MAX, parse_float, parse_int
 
 
 class StrictIntegerField(serializers.Field):
@@ -31,3 +31,23 @@ def IdField(**kwargs) -> StrictIntegerField:  # noqa: N802 - reads like a field 
 
 def PidField(**kwargs) -> StrictIntegerField:  # noqa: N802
     return StrictIntegerField(minimum=1, maximum=PID_MAX, **kwargs)
+
+
+class StrictFloatField(serializers.Field):
+    """A finite number in minimum..maximum; booleans, "٣", "nan" and "inf" are refused
+    (DRF's FloatField takes `true` for 1.0 and any string `float()` reads)."""
+
+    def __init__(self, *, minimum: float, maximum: float, **kwargs) -> None:
+        self.minimum, self.maximum = minimum, maximum
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data) -> float:
+        try:
+            return parse_float(
+                data, name=self.field_name or "value", minimum=self.minimum, maximum=self.maximum
+            )
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+
+    def to_representation(self, value) -> float:
+        return float(value)

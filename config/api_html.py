@@ -39,6 +39,7 @@ PAGES = {
     "group_live": "profiles:group_detail",
     "group_flamegraph": "profiles:group_detail",
     "compare": "compare:compare",
+    "compare_groups": "compare:compare_groups",
 }
 
 
@@ -52,7 +53,7 @@ def page_for(request) -> str | None:
         url = reverse(name, kwargs={k: v for k, v in match.kwargs.items() if k == "pk"})
     except NoReverseMatch:
         return None
-    query = request.GET.urlencode() if name == "compare:compare" else ""
+    query = request.GET.urlencode() if name.startswith("compare:") else ""
     return url + (f"?{query}" if query else "")
 
 

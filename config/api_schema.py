@@ -49,6 +49,16 @@ class StrictIntegerScheme(OpenApiSerializerFieldExtension):
         return {"type": "integer", "minimum": field.minimum, "maximum": field.maximum}
 
 
+class StrictFloatScheme(OpenApiSerializerFieldExtension):
+    """config.api_fields' numbers, with their bounds."""
+
+    target_class = "config.api_fields.StrictFloatField"
+
+    def map_serializer_field(self, auto_schema, direction) -> dict[str, Any]:
+        field = self.target
+        return {"type": "number", "minimum": field.minimum, "maximum": field.maximum}
+
+
 class DetailSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong, in one line.")
 

@@ -4,7 +4,7 @@ from django.urls import path
 
 from config import api_views
 from profiles import api as profiles_api
-from profiles import compare_views, group_views, watch_api
+from profiles import compare_groups, compare_views, group_views, watch_api
 from runs import api as runs_api
 
 app_name = "api"
@@ -38,6 +38,7 @@ urlpatterns = [
     path("captures/<int:pk>/sandwich/", profiles_api.capture_sandwich, name="capture_sandwich"),
     path("captures/<int:pk>/cancel/", profiles_api.capture_cancel, name="capture_cancel"),
     path("compare/", compare_views.compare_api, name="compare"),
+    path("compare/groups/", compare_groups.compare_groups_api, name="compare_groups"),
     path("watches/", watch_api.watch_list, name="watch_list"),
     path("watches/<int:pk>/", watch_api.watch_detail, name="watch_detail"),
 ]

@@ -5,6 +5,7 @@ form fields, URL parts): ASCII digits only, within a stated range.
 what PostgreSQL's bigint holds, which then surface as 500s deep in the ORM.
 """
 
+import math
 import re
 
 from django.core.exceptions import ValidationError
@@ -14,6 +15,7 @@ from runs.remote.model import PID_MAX  # Linux's pid_max limit (2^22), the build
 # Largest value a PostgreSQL bigint (Django's BigAutoField) holds.
 ID_MAX = 2**63 - 1
 _ASCII_INT = re.compile(r"-?[0-9]{1,19}\Z", re.ASCII)
+_ASCII_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?\Z", re.ASCII)
 
 
 def parse_int(value: object, *, name: str, minimum: int = 0, maximum: int = ID_MAX) -> int:
@@ -34,6 +36,27 @@ def parse_int(value: object, *, name: str, minimum: int = 0, maximum: int = ID_M
     if not minimum <= number <= maximum:
         raise ValidationError({name: f"{name} must be between {minimum} and {maximum}"})
     return number
+
+
+def parse_float(value: object, *, name: str, minimum: float, maximum: float) -> float:
+    """`value` as a finite number in minimum..maximum, or ValidationError({name: reason}).
+
+    A real int or float (not a bool), or a string of ASCII digits with an optional
+    minus sign and decimal point; `float()` alone takes "٣", "1_0", "nan" and "inf"."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValidationError({name: f"{name} must be a number, not {_shown(value)!r}"})
+    if isinstance(value, str):
+        if not _ASCII_DECIMAL.match(value.strip()):
+            raise ValidationError({name: f"{name} must be a number, not {_shown(value)!r}"})
+        value = float(value.strip())
+    number = float(value)
+    if not (math.isfinite(number) and minimum <= number <= maximum):
+        raise ValidationError({name: f"{name} must be between {minimum:g} and {maximum:g}"})
+    return number
+
+
+def _shown(value: object) -> object:
+    return value[:40] if isinstance(value, str) else value
 
 
 def parse_id(value: object, *, name: str = "id") -> int:

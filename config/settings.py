@@ -20,6 +20,7 @@ from config.env import (
     env_str,
     env_url,
 )
+from config.hosts import default_allowed_hosts, default_csrf_origins
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FLAMEDECK_VAR_DIR", str(BASE_DIR / "var")))
@@ -38,8 +39,15 @@ if not SECRET_KEY:
         _key_file.chmod(0o600)
     SECRET_KEY = _key_file.read_text().strip()
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# The address `manage.py serve --host` (make run's HOST) binds, passed to its web server.
+# Unless ALLOWED_HOSTS is set: loopback names for a loopback bind, this machine's names
+# and addresses as well for HOST=0.0.0.0 or one of its addresses, and FLAMEDECK_BASE_URL's
+# host either way (config.hosts; never a wildcard).
+FLAMEDECK_BIND = env_str("FLAMEDECK_BIND", "127.0.0.1").strip()
+_BASE_URL = env_url("FLAMEDECK_BASE_URL", ("http", "https"))
+# Empty counts as unset: no Host at all would answer every request 400.
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", []) or default_allowed_hosts(FLAMEDECK_BIND, _BASE_URL)
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", []) or default_csrf_origins(_BASE_URL)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
@@ -291,9 +299,7 @@ FLAMEDECK_ANALYSIS_TIME_S = env_int("FLAMEDECK_ANALYSIS_TIME_S", 60, minimum=1)
 FLAMEDECK_ANALYSIS_S_PER_MB = env_int("FLAMEDECK_ANALYSIS_S_PER_MB", 2, minimum=0)
 FLAMEDECK_ANALYSIS_MEMORY_MB = env_int("FLAMEDECK_ANALYSIS_MEMORY_MB", 2048, minimum=64)
 # The dashboard's address as its users reach it: links in watch messages are absolute.
-FLAMEDECK_BASE_URL = (
-    env_url("FLAMEDECK_BASE_URL", ("http", "https")) or "http://127.0.0.1:8000"
-).rstrip("/")
+FLAMEDECK_BASE_URL = (_BASE_URL or "http://127.0.0.1:8000").rstrip("/")
 # Tries of one watch message to one target before it counts as failed (backoff as
 # FLAMEDECK_RETRY_BACKOFF_S).
 FLAMEDECK_NOTIFY_ATTEMPTS = env_int("FLAMEDECK_NOTIFY_ATTEMPTS", 5, minimum=1)

@@ -144,14 +144,14 @@ def engine_outputs(
     stats = dict(pyspy.analyze(profile, options, log_text=log_text))
     if step_threads:  # the run says which threads step
         stats["findings"] = pyspy.findings_for_capture(stats, step_threads)
-    stats["step_threads"] = _step_threads(stats, step_threads)
+    stats["step_threads"] = stored_step_threads(stats, step_threads)
     tree = stats.pop("flamegraph")
     lag = stats.get("lag")
     tables = dict(pyspy.thread_tables(profile, options.keywords, options=options, lag=lag))
     return stats, tree, tables, export_bytes(profile, raw_format, name=title)
 
 
-def _step_threads(stats: dict[str, Any], names: Any) -> dict[str, Any]:
+def stored_step_threads(stats: dict[str, Any], names: Any) -> dict[str, Any]:
     """The threads the findings judged and their states added up, stored so the page
     shows them as the headline (not guessed again when it is viewed)."""
     chosen = step_threads(capture_threads(stats), names)
@@ -239,5 +239,13 @@ def _note_usage(capture: Capture, usage: dict[str, Any]) -> None:
 def _analyze_dump(capture: Capture) -> dict[str, Any]:
     with capture.raw_file.open("rb") as fh:
         text = gzip.decompress(fh.read()).decode("utf-8", "replace")
-    threads = pyspy.parse_dump(text)
-    return {"format": "dump", "dump_threads": threads, "total_samples": 0}
+    series = pyspy.parse_dump_series(text)
+    if series is None:
+        return {"format": "dump", "dump_threads": pyspy.parse_dump(text), "total_samples": 0}
+    # A whole-job dump's series (profiles.group_dumps): the page shows the last dump.
+    return {
+        "format": "dump",
+        "dump_threads": series[-1][1],
+        "dump_series": [{"at": at, "threads": threads} for at, threads in series],
+        "total_samples": 0,
+    }

@@ -11,6 +11,7 @@ from config.api_fields import IdField, PidField
 from config.middleware import refusal
 from config.params import parse_id, parse_int, query_ids, query_int
 from runs.capture_serializers import CaptureSettingsSerializer, JobCaptureSettingsSerializer
+from runs.capture_settings import BY_NAME as SETTING_NAMES
 from runs.models import Host, Run, RunProcess
 
 from . import api_schema as schema
@@ -67,7 +68,7 @@ class CaptureRequestSerializer(CaptureSettingsSerializer):
         return run
 
 
-def capture_json(capture: Capture, threads: list[str] | None = None) -> dict:
+def capture_json(capture: Capture, threads: list[str] | None = None, stats: bool = True) -> dict:
     return {
         "id": capture.pk,
         "status": capture.status,
@@ -87,7 +88,7 @@ def capture_json(capture: Capture, threads: list[str] | None = None) -> dict:
         "started_at": capture.started_at,
         "finished_at": capture.finished_at,
         "raw_pruned": capture.raw_pruned_at is not None,
-        "stats": selectors.capture_stats(capture=capture, threads=threads),
+        **({"stats": selectors.capture_stats(capture=capture, threads=threads)} if stats else {}),
     }
 
 
@@ -105,7 +106,10 @@ def capture_list(request):
         return Response(redact.for_viewer(rows, user=request.user, captures=captures))
     serializer = CaptureRequestSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
-    data = dict(serializer.validated_data)
+    # Settings the body left out are left to the service: on flamedeck's own
+    # processes their defaults differ (non-blocking).
+    given = serializer.validated_data.items()
+    data = {k: v for k, v in given if k not in SETTING_NAMES or k in request.data}
     try:
         capture = services.capture_create(
             user=request.user,
@@ -204,9 +208,9 @@ def group_json(group: CaptureGroup) -> dict:
         **jobs.group_summary(group),
         "processes": [
             {
-                **{k: v for k, v in capture_json(c).items() if k != "stats"},
+                **capture_json(c, stats=False),
                 "role": c.process.role if c.process else "",
-                "verdict": c.lag_verdict,
+                "verdict": None if c.kind == Capture.Kind.DUMP else c.lag_verdict,
             }
             for c in captures
         ],
@@ -215,7 +219,7 @@ def group_json(group: CaptureGroup) -> dict:
 
 
 def _group_for_viewer(group: CaptureGroup, user) -> dict:
-    captures = group.captures.select_related("host")
+    captures = group.captures.select_related("host").defer("stats")
     return redact.for_viewer(group_json(group), user=user, captures=captures)
 
 

@@ -337,8 +337,57 @@ class GroupProcessSerializer(CaptureRowSerializer):
     verdict = s.ChoiceField(VERDICTS, allow_null=True, help_text="Its lag verdict.")
 
 
+class StacksVerdictSerializer(s.Serializer):
+    kind = s.ChoiceField(
+        ["stuck", "progressing", "unclear"],
+        help_text="stuck: no rank's step thread moved across the dumps; progressing: they "
+        "did; unclear: one dump, or too little to tell.",
+    )
+    odd = s.ListField(child=s.CharField(), help_text="The ranks that stand apart.")
+    explanation = s.CharField(help_text="The verdict in one sentence.")
+    user_frame = s.CharField(allow_null=True, help_text="Where the odd ranks stand (user code).")
+    state = s.CharField(allow_null=True, help_text="Their thread state (idle, collective, …).")
+
+
+class StacksClassSerializer(s.Serializer):
+    ranks = s.ListField(child=s.CharField(), help_text="Ranks whose step thread stands here.")
+    thread = s.CharField(help_text="The step thread's name.")
+    user_frame = s.CharField(allow_null=True, help_text="Innermost frame of the user's code.")
+    state = s.CharField(help_text="The thread state of that stack.")
+    frames = s.ListField(child=s.CharField(), help_text="The call path, root first.")
+    moving = s.BooleanField(help_text="Whether its stacks changed between dumps.")
+
+
+class StacksSerializer(s.Serializer):
+    verdict = StacksVerdictSerializer(help_text="Which ranks, where, and is anything moving.")
+    classes = StacksClassSerializer(many=True, help_text="Ranks alike (LLNL STAT's classes).")
+    ranks = s.ListField(child=s.DictField(), help_text="Per rank: thread, frame, state, dumps.")
+    failed = s.ListField(
+        child=s.DictField(), help_text="Ranks with no dump: `rank`, `cause`, `error`."
+    )
+    captures = s.DictField(child=s.IntegerField(), help_text="Rank name -> its capture id.")
+
+
 class GroupSerializer(s.Serializer):
     id = s.IntegerField(help_text="The whole-job capture's id.")
+    kind = s.ChoiceField(
+        ["record", "dump"], help_text="record: sampled for a window; dump: stacks of every rank."
+    )
+    report_status = s.ChoiceField(
+        ["pending", "stored", "failed"],
+        help_text="Whether the job report (stacks, for a dump) is stored: `findings: []` "
+        "means no findings only when this is stored.",
+    )
+    report_error = s.CharField(
+        allow_null=True, help_text="Why the report could not be computed (failed), else null."
+    )
+    stacks = StacksSerializer(
+        required=False,
+        allow_null=True,
+        help_text="A whole-job dump's verdict and classes, once every rank has ended.",
+    )
+    repeat = s.IntegerField(required=False, help_text="Dumps of each rank (kind dump).")
+    interval = s.FloatField(required=False, help_text="Seconds between dumps (kind dump).")
     run = s.IntegerField(help_text="The run's id.")
     scheduled = s.BooleanField(help_text="Started by the run's schedule.")
     status = s.ChoiceField(GROUP_STATUSES, help_text="Across its processes.")
@@ -365,17 +414,21 @@ class GroupUnsentSerializer(GroupSerializer):
 
 class LiveSerializer(s.Serializer):
     group = s.IntegerField(help_text="The whole-job capture's id.")
+    kind = s.ChoiceField(["record", "dump"], help_text="record, or dump (Dump all ranks).")
     run = s.IntegerField(help_text="The run's id.")
     status = s.CharField(help_text="running, done, partial or failed.")
     start_skew_s = s.FloatField(
         allow_null=True, help_text="Spread of the sampling starts; null until all started."
     )
     final = s.BooleanField(help_text="Every process has ended: stop polling.")
-    categories = s.ListField(child=s.CharField(), help_text="Category columns shown.")
+    states = s.ListField(
+        child=s.CharField(), help_text="State columns shown (thread states, in their order)."
+    )
     rows = s.ListField(
         child=s.DictField(),
         help_text="Per process: status, elapsed_s, behind_s, samples (estimated while "
-        "running), verdict, category shares, error and its cause.",
+        "running), verdict, `states` (percent per state of its step threads), error and "
+        "its cause.",
     )
     report = s.DictField(
         help_text="The stored whole-job report once every process ended (findings, "
@@ -519,9 +572,11 @@ capture_import = extend_schema(
 
 def run_capture_all(settings_serializer):
     return extend_schema(
-        summary="Capture every process of the run at once",
+        summary="Capture (or dump) every process of the run at once",
         description="One window for every process, with the same settings; processes "
-        "the last check found exited are skipped. 409 when one is already being captured; "
+        "the last check found exited are skipped. With `kind` dump, every process's stacks "
+        "`repeat` times, `interval` seconds apart; the group then carries `stacks`. "
+        "409 when one is already being captured; "
         "400 when the run has no process or more hosts than the capture workers' threads.",
         request=settings_serializer,
         responses={

@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from . import compare_views, trend_views
+from . import compare_groups, compare_views, trend_views
 
 app_name = "compare"
 urlpatterns = [
     path("compare/", compare_views.compare, name="compare"),
+    path("compare/groups/", compare_groups.compare_groups, name="compare_groups"),
     path("compare/diff.json", compare_views.diff_flamegraph, name="diff_flamegraph"),
     path("trends/", trend_views.trends, name="trends"),
     path("trends.json", trend_views.trends_data, name="trends_data"),

@@ -22,6 +22,7 @@ from profiles import pyspy
 from runs import gpu, remote
 from runs.services import host_target
 
+from . import group_dumps
 from .models import Capture, CaptureGroup
 from .pipeline import (
     HEARTBEAT_EVERY_S,
@@ -147,6 +148,9 @@ def host_captures_execute(*, group_id: int, host_id: int, capture_ids: list[int]
     retried, since a later try would sample another window than the other hosts.
     """
     captures = _claimed(capture_ids)
+    group = CaptureGroup.objects.filter(pk=group_id).first()
+    if group is not None and group.kind == "dump" and captures:
+        return group_dumps.host_dumps_execute(group, captures)  # no start barrier
     session = _HostSession(group_id, captures)
     try:
         if not captures:

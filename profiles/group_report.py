@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from profiles.pyspy.job import analyze_job
+from profiles.pyspy.stacks import analyze_stacks
 
 from .models import Capture, CaptureGroup
 
@@ -34,7 +35,12 @@ def capture_ended_received(*, capture_id: int, **_: Any) -> None:
 
 
 def group_report_update(*, group_id: int) -> dict[str, Any] | None:
-    """Compute and store the group's report when every rank has ended; else None."""
+    """Compute and store the group's report when every rank has ended; else None.
+
+    A whole-job record stores `job_report`; a whole-job dump, `stacks`. A report that
+    raises is stored as failed (`report_error`, the exception in one line) and logged:
+    the group then says why it has no verdict instead of "being stored" for ever.
+    """
     # One cheap question first: each of a 64-rank group's ranks asks as it ends, and only
     # the last one needs the ranks' stats.
     if Capture.objects.filter(group_id=group_id).exclude(status__in=Capture.FINAL).exists():
@@ -45,27 +51,62 @@ def group_report_update(*, group_id: int) -> dict[str, Any] | None:
     captures = list(group.captures.select_related("process", "host").order_by("pk"))
     if not captures or not all(c.is_final for c in captures):
         return None
-    report = job_report(group, captures)
-    CaptureGroup.objects.filter(pk=group_id).update(job_report=report)
+    field = "stacks" if group.kind == "dump" else "job_report"
+    try:
+        report = (
+            stacks_report(group, captures) if field == "stacks" else job_report(group, captures)
+        )
+    except Exception as exc:  # a report that fails must say so, not stay pending
+        log.exception("group %s: the %s could not be computed", group_id, field)
+        error = f"{type(exc).__name__}: {str(exc)[:300]}"
+        CaptureGroup.objects.filter(pk=group_id).update(**{field: None}, report_error=error)
+        return None
+    CaptureGroup.objects.filter(pk=group_id).update(**{field: report}, report_error="")
     return report
 
 
 def group_reports_catch_up(*, now: Any = None) -> int:
-    """Store the reports of recent groups whose ranks have all ended but that have none."""
+    """Store the reports of recent groups whose ranks have all ended but that have none.
+
+    Each group on its own: one whose report fails is stored as failed and never keeps
+    the next group's report from being stored, and this never raises (it runs at the
+    end of the reaper's periodic task)."""
     since = (now or timezone.now()) - timezone.timedelta(days=CATCH_UP_DAYS)
     ongoing = [status for status in Capture.Status.values if status not in Capture.FINAL]
     unfinished = Q(captures__status__in=ongoing)
+    no_report = Q(kind="record", job_report__isnull=True) | Q(kind="dump", stacks__isnull=True)
     missing = (
-        CaptureGroup.objects.filter(job_report__isnull=True, created_at__gte=since)
+        CaptureGroup.objects.filter(no_report, report_error="", created_at__gte=since)
         .exclude(unfinished)
         .filter(captures__isnull=False)
         .distinct()
         .values_list("pk", flat=True)[:CATCH_UP_BATCH]
     )
-    stored = sum(group_report_update(group_id=pk) is not None for pk in list(missing))
+    stored = 0
+    for pk in list(missing):
+        try:
+            stored += group_report_update(group_id=pk) is not None
+        except Exception:  # the database, say: the next group and the next pass go on
+            log.exception("group %s: the report catch-up failed", pk)
     if stored:
         log.info("stored the job report of %d group(s) that missed it", stored)
     return stored
+
+
+def stacks_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
+    """The whole-job dump's verdict and classes, from each rank's stored dumps, with the
+    ranks that have none named apart with their cause."""
+    names = rank_names(captures)
+    dumped = [c for c in captures if (c.stats or {}).get("dump_series")]
+    ranks = [(names[c.pk], [d["threads"] for d in c.stats["dump_series"]]) for c in dumped]
+    report: dict[str, Any] = dict(analyze_stacks(ranks, group.run.step_thread_names))
+    report["failed"] = [
+        {"rank": names[c.pk], "cause": c.error_cause, "error": c.error}
+        for c in captures
+        if c not in dumped
+    ]
+    report["captures"] = {name: pk for pk, name in names.items()}
+    return report
 
 
 def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
@@ -87,9 +128,23 @@ def _has_samples(capture: Capture) -> bool:
 
 
 def rank_names(captures: list[Capture]) -> dict[int, str]:
-    """Per capture id: its process's role (`rank-3`), else its target label; made
-    distinct with `#id` where two ranks would read the same."""
+    """Per capture id: its process's role (`rank-3`), else its target label. Where two
+    ranks would read the same (two launches, or two processes given one role), the
+    launch is named (`rank-3 (launch 2)`), else the host and PID: never a bare id."""
     names = {c.pk: (c.process.role if c.process_id and c.process.role else c.target_label)
              for c in captures}  # fmt: skip
     seen = list(names.values())
-    return {pk: name if seen.count(name) == 1 else f"{name} #{pk}" for pk, name in names.items()}
+    twins = [c for c in captures if seen.count(names[c.pk]) > 1]
+    launches = {c.pk: _launch_number(c) for c in twins}
+    base = dict(names)
+    for c in twins:
+        alike = [o for o in twins if base[o.pk] == base[c.pk]]
+        apart = len({launches[o.pk] for o in alike}) == len(alike)
+        where = f"launch {launches[c.pk]}" if apart else f"{c.host.name}:{c.pid}"
+        names[c.pk] = f"{base[c.pk]} ({where})"
+    return names
+
+
+def _launch_number(capture: Capture) -> int | None:
+    process = capture.process if capture.process_id else None
+    return process.launch.number if process is not None and process.launch_id else None

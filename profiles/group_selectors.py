@@ -15,7 +15,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from . import jobs, selectors
+from . import jobs, pyspy, selectors
 from .models import Capture, CaptureGroup
 
 SAME_WINDOW_S = 1.0  # start skew within which ranks sampled the same moments
@@ -25,17 +25,19 @@ def group_page(group: CaptureGroup) -> dict[str, Any]:
     """Everything the group page draws, as JSON-ready data."""
     captures = selectors.group_captures(group=group)
     summary = jobs.group_summary(group)
-    rows = [process_row(c) for c in captures]
-    # Categories no process has samples in would be columns of zeros.
-    categories = sorted({name for row in rows for name, share in row["shares"].items() if share})
+    reported = _reported_states(group)
+    rows = [process_row(c, reported=reported.get(c.pk)) for c in captures]
+    # States no rank's step threads are in would be columns of zeros.
+    states = [s for s in pyspy.STATES if any(row["states"].get(s) for row in rows)]
     final = all(row["final"] for row in rows)
     return {
         "group": group.pk,
+        "kind": group.kind,
         "run": group.run_id,
         "status": summary["status"],
         "start_skew_s": summary["start_skew_s"],
         "final": final,
-        "categories": categories,
+        "states": states,
         "rows": rows,
         "report": group_evidence(group, captures, summary),
         "skipped": skipped_processes(group, captures),
@@ -49,8 +51,10 @@ def _samples(capture: Capture) -> int:
     return int((capture.stats or {}).get("total_samples") or 0)
 
 
-def process_row(capture: Capture) -> dict[str, Any]:
+def process_row(capture: Capture, *, reported: dict[str, float] | None = None) -> dict[str, Any]:
     """Status, elapsed, lag and samples of one process; None where there is no number."""
+    if capture.kind == Capture.Kind.DUMP:
+        return _dump_row(capture)
     progress, stats = capture.progress or {}, capture.stats or {}
     lag = stats.get("lag") or {}
     running = capture.status == Capture.Status.RUNNING
@@ -79,7 +83,8 @@ def process_row(capture: Capture) -> dict[str, Any]:
         # per round, idle threads left out without --idle): the page explains a gap.
         "rounds_estimated": None if running or failed else progress.get("expected_samples"),
         "verdict": lag.get("verdict"),
-        "shares": {} if failed else _shares(capture),
+        # The step threads' states, the words of "What the job says" (not a keyword lens).
+        "states": {} if failed else step_states(capture, reported),
         "has_samples": not failed and bool(samples),
         "error": capture.error if failed else "",
         "error_cause": capture.error_cause if failed else "",
@@ -88,8 +93,55 @@ def process_row(capture: Capture) -> dict[str, Any]:
     }
 
 
-def _shares(capture: Capture) -> dict[str, float]:
-    return {c["category"]: c["percent"] for c in (capture.stats or {}).get("categories", [])}
+def _dump_row(capture: Capture) -> dict[str, Any]:
+    """A rank of a whole-job dump: stacks, no samples, lag or states (its stats, every
+    dump of the rank, are not even loaded: a 1,024-rank page would read megabytes)."""
+    failed = capture.status == Capture.Status.FAILED
+    return {
+        "id": capture.pk,
+        "url": capture.get_absolute_url(),
+        "label": capture.target_label,
+        "role": capture.process.role if capture.process_id else "",
+        "status": capture.status,
+        "final": capture.is_final,
+        "elapsed_s": None if failed else capture.wall_s,
+        "duration_s": None,
+        "behind_s": None,
+        "samples": None,
+        "samples_estimated": None,
+        "attaching": capture.status == Capture.Status.RUNNING,
+        "rounds_estimated": None,
+        "verdict": None,
+        "states": {},
+        "has_samples": False,
+        "error": capture.error if failed else "",
+        "error_cause": capture.error_cause if failed else "",
+        "note": capture.note,
+        "python_only": False,
+    }
+
+
+def step_states(capture: Capture, reported: dict[str, float] | None = None) -> dict[str, float]:
+    """Percent per state of the rank's step threads, as its analysis stored them (the
+    threads and states the whole-job report judges); for a capture analysed before they
+    were stored, as the stored job report has them (`reported`), else none."""
+    stats = capture.stats or {}
+    if not stats.get("total_samples"):
+        return {}
+    if "step_threads" in stats:
+        return {s["state"]: s["percent"] for s in stats["step_threads"]["states"]}
+    return reported or {}
+
+
+def _reported_states(group: CaptureGroup) -> dict[int, dict[str, float]]:
+    """Capture id -> its rank's step-thread states in the stored job report."""
+    report = group.job_report or {}
+    ids = report.get("captures") or {}
+    return {
+        ids[rank["name"]]: {s["state"]: s["percent"] for s in rank["states"] if s.get("samples")}
+        for rank in report.get("ranks") or []
+        if rank.get("name") in ids
+    }
 
 
 def same_window(skew_s: float | None) -> bool:
@@ -116,7 +168,13 @@ def report_reason(group: CaptureGroup, captures: list[Capture]) -> str | None:
             f"{pending} of {len(captures)} ranks have not ended: no verdict until every "
             "rank's samples are analysed"
         )
-    if group.job_report is None:
+    status = group.report_status
+    if status == "failed":
+        return (
+            f"the job report could not be computed ({group.report_error}); the ranks' own "
+            "captures are complete: open them below, and report this error"
+        )
+    if status == "pending":
         return (
             "every rank has ended and the job report is being stored (the analysis of "
             "the last rank computes it; a missed one is stored within a minute)"
@@ -125,15 +183,23 @@ def report_reason(group: CaptureGroup, captures: list[Capture]) -> str | None:
 
 
 def group_report_fields(group: CaptureGroup) -> dict[str, Any]:
-    """`straggler`, `classes`, `findings` and `job_report_reason` for the API."""
-    reason = report_reason(group, list(group.captures.all()))
-    report = group.job_report if reason is None else {}
-    return {
+    """`report_status`, `straggler`, `classes`, `findings`, `job_report_reason` (and
+    `stacks` for a whole-job dump) for the API."""
+    reason = report_reason(group, list(group.captures.only("pk", "group_id", "status")))
+    report = (group.job_report or {}) if reason is None else {}
+    fields = {
+        "kind": group.kind,
+        "report_status": group.report_status,
+        "report_error": group.report_error or None,
         "straggler": report.get("straggler"),
         "classes": report.get("classes") or [],
         "findings": report.get("findings") or [],
         "job_report_reason": reason,
     }
+    if group.kind == "dump":
+        fields["stacks"] = group.stacks if reason is None else None
+        fields["repeat"], fields["interval"] = group.dump_repeat, group.dump_interval_s
+    return fields
 
 
 def group_evidence(
@@ -143,7 +209,11 @@ def group_evidence(
     step-thread states, with links to the ranks' captures; only its reason until then."""
     reason = report_reason(group, captures)
     if reason is not None:
-        return {"ready": False, "ended": not _unended(captures), "reason": reason}
+        failed = group.report_status == "failed"
+        return {"ready": False, "ended": not _unended(captures), "reason": reason,
+                "failed": failed}  # fmt: skip
+    if group.kind == "dump":
+        return group_stacks(group)
     report = group.job_report or {}
     ids = report.get("captures") or {}
     urls = {name: reverse("profiles:capture_detail", args=[pk]) for name, pk in ids.items()}
@@ -160,6 +230,20 @@ def group_evidence(
         "urls": urls,
         "same_window": same_window(skew),
         "start_skew_s": skew,
+    }
+
+
+def group_stacks(group: CaptureGroup) -> dict[str, Any]:
+    """A whole-job dump's stored verdict and classes, with links to each rank's dumps."""
+    stacks = group.stacks or {}
+    ids = stacks.get("captures") or {}
+    return {
+        "ready": True,
+        "kind": "dump",
+        "stacks": {k: stacks.get(k) for k in ("verdict", "classes", "ranks", "failed")},
+        "urls": {name: reverse("profiles:capture_detail", args=[pk]) for name, pk in ids.items()},
+        "repeat": group.dump_repeat,
+        "interval": group.dump_interval_s,
     }
 
 
@@ -185,10 +269,13 @@ def _rank_row(rank: dict[str, Any], urls: dict[str, str], sampled: dict) -> dict
 
 def skipped_processes(group: CaptureGroup, captures: list[Capture]) -> list[dict[str, Any]]:
     """Processes of the run, attached before the group, that it did not capture
-    because their last check found them exited."""
+    because their last check found them exited (not those an earlier relaunch had
+    already replaced: runs.launches)."""
     captured = {c.process_id for c in captures}
-    rows = group.run.processes.select_related("host").filter(
-        created_at__lte=group.created_at, alive=False
+    rows = (
+        group.run.processes.select_related("host")
+        .filter(created_at__lte=group.created_at, alive=False)
+        .exclude(replaced_at__lte=group.created_at)
     )
     return [{"label": str(p), "checked_at": p.checked_at} for p in rows if p.pk not in captured]
 

@@ -47,7 +47,7 @@ def group_live(request, pk: int):
 
 
 def _page_for_viewer(group: CaptureGroup, user) -> dict:
-    captures = group.captures.select_related("host")
+    captures = group.captures.select_related("host").defer("stats")
     return redact.for_viewer(group_selectors.group_page(group), user=user, captures=captures)
 
 

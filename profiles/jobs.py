@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
@@ -25,7 +25,14 @@ log = logging.getLogger(__name__)
 
 @transaction.atomic
 def capture_group_create(
-    *, user: AbstractBaseUser | None, run: Run, scheduled: bool = False, **py_spy_settings: Any
+    *,
+    user: AbstractBaseUser | None,
+    run: Run,
+    scheduled: bool = False,
+    kind: str = "record",
+    repeat: int = 3,
+    interval: float = 1.0,
+    **py_spy_settings: Any,
 ) -> CaptureGroup:
     """One capture per process of the run, same settings, sampled in one window.
 
@@ -34,8 +41,12 @@ def capture_group_create(
     Processes known to have exited are skipped. The settings take a whole-job
     capture's defaults (runs.capture_settings): `idle` is on, since without it py-spy
     drops blocked threads' samples, and the waits between ranks are the point.
+    With `kind` "dump" ("Dump all ranks") each process is dumped `repeat` times,
+    `interval` seconds apart, instead (profiles.group_dumps).
     """
-    py_spy_settings = capture_fields.clean(py_spy_settings, kind="record", job=True)
+    if kind not in ("record", "dump"):
+        raise ValidationError({"kind": "kind must be record or dump"})
+    py_spy_settings = capture_fields.clean(py_spy_settings, kind=kind, job=True)
     processes, exited = capturable_processes(run=run)
     if not processes and exited:
         raise ValidationError("Every process of this run has exited; attach the new ones.")
@@ -49,12 +60,16 @@ def capture_group_create(
         scheduled=scheduled,
         hosts_total=hosts_total,
         start_by=timezone.now() + timezone.timedelta(seconds=settings.FLAMEDECK_GROUP_START_WAIT_S),
+        kind=kind,
+        dump_repeat=repeat,
+        dump_interval_s=interval,
     )
     for process in processes:
         capture_create(
             user=user,
             host=process.host,
             pid=process.pid,
+            kind=kind,
             process=process,
             group=group,
             scheduled=scheduled,
@@ -83,7 +98,7 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
     """Status across the group (done, partial, failed, running) and the start skew:
     the spread of the moments each py-spy announced it was sampling, None until every
     capture has either announced it or ended (a rank still attaching may start late)."""
-    captures = list(group.captures.all())
+    captures = list(group.captures.only("pk", "group_id", "status", "sampling_started_at"))
     statuses = {c.status for c in captures}
     if statuses & {Capture.Status.QUEUED, Capture.Status.RUNNING, Capture.Status.PARSING}:
         status = "running"
@@ -128,10 +143,12 @@ def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
                 duration=settings.FLAMEDECK_SCHEDULE_DURATION_S,
                 rate=settings.FLAMEDECK_SCHEDULE_RATE,
             )
-        except ValidationError as exc:
-            # py-spy is already on one of its processes (CaptureConflict), or every
-            # process has exited: skip this run's tick, not the other runs'.
-            log.info("scheduled capture of run %s skipped: %s", run.pk, exc.messages[0])
+        except (ValidationError, PermissionDenied) as exc:
+            # py-spy is already on one of its processes (CaptureConflict), every process
+            # has exited, or one is flamedeck's own (OwnProcessRefused): skip this run's
+            # tick, not the other runs'.
+            said = exc.messages[0] if isinstance(exc, ValidationError) else str(exc)
+            log.info("scheduled capture of run %s skipped: %s", run.pk, said)
             continue
         groups.append(group)
         scheduled_captures_trim(run=run)

@@ -82,6 +82,20 @@ class CaptureGroup(models.Model):
     # The whole-job report (profiles/pyspy/job.py: ranks, straggler, classes, findings),
     # computed from the ranks' stored stats once every rank has ended; null before.
     job_report = models.JSONField(null=True, blank=True, editable=False)
+    # Why the report could not be computed (the exception, one line); the report is
+    # then "failed" rather than pending for ever, and the catch-up leaves it alone.
+    report_error = models.TextField(blank=True, editable=False)
+    # A whole-job dump ("Dump all ranks"): `py-spy dump` of every rank, `dump_repeat`
+    # times `dump_interval_s` apart; `stacks` (profiles/pyspy/stacks.py: the verdict and
+    # the classes of ranks) is computed once, when the last rank's dumps are stored.
+    kind = models.CharField(
+        max_length=10,
+        choices=[("record", "Record"), ("dump", "Dump")],
+        default="record",
+    )
+    dump_repeat = models.PositiveSmallIntegerField(default=1)
+    dump_interval_s = models.FloatField(default=1.0)
+    stacks = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -91,6 +105,14 @@ class CaptureGroup(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("profiles:group_detail", args=[self.pk])
+
+    @property
+    def report_status(self) -> str:
+        """Whether its report (`stacks` for a dump) is "stored", "failed" (`report_error`
+        says why) or "pending" (a rank has not ended, or the report is being stored)."""
+        if (self.stacks if self.kind == "dump" else self.job_report) is not None:
+            return "stored"
+        return "failed" if self.report_error else "pending"
 
 
 def setting_field(name: str) -> models.Field:

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from profiles import pyspy
 from runs import gpu, remote
+from runs.permissions import OwnProcessRefused, own_process_of, refuse_own_process
 from runs.services import host_target
 
 # Re-exported: the worker side and tests analyse as `pipeline.capture_analyze*`.
@@ -146,6 +147,9 @@ def capture_refusal(capture: Capture) -> tuple[str, str] | None:
     """Why a claimed capture must not start py-spy: (cause, message), or None."""
     if capture.host is None:
         return "host", "The host was deleted."
+    own = _own_process_refusal(capture)
+    if own is not None:
+        return "own_process", own
     other = capture_claimed_before(capture=capture)
     if other is not None:
         return "pid_busy", (
@@ -153,6 +157,26 @@ def capture_refusal(capture: Capture) -> tuple[str, str] | None:
             f"{other.target_label}; py-spy cannot attach to one process twice: capture "
             "again when it is done"
         )
+    return None
+
+
+def _own_process_refusal(capture: Capture) -> str | None:
+    """Checked again where py-spy runs (the worker's machine is the local host, and the
+    pid may have been reused since the request): flamedeck's own processes are for
+    host admins (runs.permissions)."""
+    what = own_process_of(host=capture.host, pid=capture.pid) if capture.pid else None
+    if what is None:
+        return None
+    try:
+        refuse_own_process(
+            user=capture.requested_by,
+            host=capture.host,
+            pid=capture.pid,
+            what=what,
+            scheduled=capture.scheduled,
+        )
+    except OwnProcessRefused as exc:
+        return str(exc)
     return None
 
 

@@ -17,13 +17,14 @@ from config.params import query_id, query_page
 from runs import capture_fields
 from runs import selectors as run_selectors
 from runs.forms import RunProcessForm
+from runs.launches import launch_timeline
 from runs.models import Host, Run
 from runs.permissions import can_administer_hosts, can_launch, redact_check
 
 from .forms import ImportForm
 from .jobs import group_summary
 from .models import Capture
-from .selectors import capture_rows, lag_history
+from .selectors import capture_rows, lag_history, launch_groups
 from .sparklines import spark_series, sparkline
 
 RUNS_PER_PAGE = 25
@@ -103,7 +104,11 @@ def _recent_groups(run) -> list[dict]:
 @require_GET
 def run_detail(request, pk: int):
     run = run_selectors.run_for_user(user=request.user, pk=pk)
-    processes = list(run.processes.select_related("host"))
+    # The current process of each role first; replaced ones (earlier launches) after.
+    processes = sorted(
+        run.processes.select_related("host", "launch", "replaced_by"),
+        key=lambda p: (p.replaced, p.role, p.pid),
+    )
     captures = capture_rows(Capture.objects.filter(run=run))
     if tag := request.GET.get("tag"):
         captures = captures.filter(tags__name=tag)
@@ -126,6 +131,8 @@ def run_detail(request, pk: int):
         "launch": launch_context(request.user, run, pairs),
         "can_launch": can_launch(request.user),
         "groups": _recent_groups(run),
+        "launches": (launches := launch_groups(run=run, rows=launch_timeline(run=run))),
+        "launch_height": 24 * len(launches),  # px: one row per launch
         "run_tags": sorted({t.name for c in page.object_list for t in c.tags.all()}),
         # Page 1 takes new captures in as they come (capture_rows.js).
         "rows_query": urlencode({"run": run.pk, "tag": tag or ""}) if page.number == 1 else "",

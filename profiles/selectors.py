@@ -5,12 +5,15 @@ per-thread tables stored at analysis time.
 """
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT, KeyTransform
+from django.urls import reverse
 
 from profiles import pyspy
+from runs.models import Run
 
 from . import capture_files, redact
 from .models import Capture, CaptureGroup, Comment
@@ -25,7 +28,7 @@ def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
         .values("c")
     )
     return (
-        qs.select_related("host", "run", "process")
+        qs.select_related("host", "run", "process", "process__launch")
         .prefetch_related("tags")
         .defer("stats", "progress", "gpu_samples", "error")
         .annotate(
@@ -106,6 +109,8 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
 
 def group_captures(*, group: CaptureGroup) -> list[Capture]:
     captures = group.captures.select_related("host", "process")
+    if group.kind == "dump":  # its rows need no stats: each holds every dump of a rank
+        captures = captures.defer("stats")
     return list(captures.order_by("process__role", "pk"))
 
 
@@ -163,3 +168,30 @@ def capture_sandwich(
         [] if result["occurrences"] else [f for f, _ in pyspy.frames_like(tree, frame)]
     )
     return result
+
+
+def launch_groups(*, run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The launch rows of runs.launches.launch_timeline with their whole-job captures:
+    each goes to the launch most of its processes belong to."""
+    by_launch = {row["pk"]: row for row in rows}
+    seen: dict[int, dict[int, int]] = {}
+    created: dict[int, tuple[datetime, str]] = {}
+    captures = Capture.objects.filter(group__run=run, process__launch__isnull=False).values_list(
+        "group_id", "process__launch_id", "group__created_at", "group__kind"
+    )
+    for group_id, launch_id, at, kind in captures:
+        counts = seen.setdefault(group_id, {})
+        counts[launch_id] = counts.get(launch_id, 0) + 1
+        created[group_id] = (at, kind)
+    for group_id, counts in sorted(seen.items()):
+        launch_id = max(counts, key=lambda k: counts[k])
+        at, kind = created[group_id]
+        by_launch[launch_id]["groups"].append(
+            {
+                "pk": group_id,
+                "created_at": at,
+                "kind": kind,
+                "url": reverse("profiles:group_detail", args=[group_id]),
+            }
+        )
+    return rows

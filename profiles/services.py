@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from config.params import PID_MAX
 from runs import capture_fields, remote
+from runs.capture_settings import own_process_settings
 from runs.models import Host, Run, RunProcess, Tag
-from runs.permissions import can_remove_any_comment
+from runs.permissions import can_remove_any_comment, own_process_of, refuse_own_process
 from runs.services import LOCAL_OFF, host_target
 
 from . import pipeline
@@ -53,7 +54,10 @@ def capture_create(
     """Queue a capture and enqueue its task once the row is committed.
 
     `enqueue=False` leaves it queued for a caller that runs it in-process (the
-    `capture` management command).
+    `capture` management command). `py_spy_settings` not given take their defaults;
+    on one of flamedeck's own processes (runs.own_processes) only a host admin may
+    capture, and a record is non-blocking unless asked otherwise (OwnProcessRefused,
+    a PermissionDenied naming the reason, for anyone else).
     """
     from django.conf import settings
 
@@ -63,6 +67,11 @@ def capture_create(
         raise ValidationError({"host": LOCAL_OFF})
     if kind not in (Capture.Kind.RECORD, Capture.Kind.DUMP):
         raise ValidationError({"kind": "kind must be record or dump"})
+    own = own_process_of(host=host, pid=pid)
+    if own is not None:
+        refuse_own_process(user=user, host=host, pid=pid, what=own, scheduled=scheduled)
+        if kind == Capture.Kind.RECORD:
+            py_spy_settings = own_process_settings(py_spy_settings)
     py_spy_settings = capture_fields.clean(py_spy_settings, kind=kind)
     capture = Capture(
         host=host,

@@ -2,7 +2,8 @@
 category's or keyword's share across runs (`/trends/`, `/trends.json`).
 
 No line joins two ranks (profiles/series.py): the run chart draws one category with a
-line per rank and one for the whole job, or one rank with a line per category; across
+line per rank (a role keeps its line across the run's launches, whose starts are
+marked) and one for the whole job, or one rank with a line per category; across
 runs, "latest" draws each rank's latest capture per run and the run's latest whole-job
 capture, "mean" one point per run.
 """
@@ -19,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from config.params import query_int
 from profiles.pyspy import GPU_KEYWORDS
+from runs.launches import launch_starts
 from runs.models import Run
 
 from . import series as sr
@@ -56,6 +58,9 @@ def run_trends(request: HttpRequest, pk: int) -> JsonResponse:
             "categories": categories,
             "ranks": [{"key": key, "name": name} for key, name in ranks.items()],
             "series": series,
+            # One line per role across launches (series keys are roles); the chart marks
+            # where each launch began.
+            "launches": launch_starts(run=run),
         }
     )
 

@@ -1,18 +1,23 @@
 """JSON API for regression watches (contract 3): `/api/watches/` and `/api/watches/<id>/`.
 
 Viewers read; operators create, change and delete; only host admins may give
-notification URLs in `notify` (others name configured targets). URLs come back masked.
+notification URLs in `notify` (others name configured targets). A target comes back
+by its name; to host admins with its URL masked as well (profiles.notify.mask_url).
+Ids are read by config.params (400 naming the field), and a request's writes are one
+transaction: a create or change that fails in any part saves nothing.
 """
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from config.api import api
-from config.api_fields import IdField, StrictIntegerField
+from config.api_fields import IdField, StrictFloatField, StrictIntegerField
+from config.params import parse_id
 from runs.models import Run, RunProcess
 
 from . import watch_api_schema as schema
@@ -21,6 +26,7 @@ from .models import Capture
 from .watch_models import Watch
 
 MAX_SNOOZE_HOURS = 24 * 30
+MAX_ACKNOWLEDGED = 1000
 
 
 class _Common(serializers.Serializer):
@@ -31,8 +37,8 @@ class _Common(serializers.Serializer):
         required=False,
         help_text="Target names; Apprise URLs only from host admins.",
     )
-    min_effect_points = serializers.FloatField(
-        min_value=0.1, max_value=100, required=False, help_text="Points a row must move (2)."
+    min_effect_points = StrictFloatField(
+        minimum=0.1, maximum=100, required=False, help_text="Points a row must move (2)."
     )
     min_samples = StrictIntegerField(
         minimum=100, maximum=10_000_000, required=False, help_text="Samples a side (1000)."
@@ -74,8 +80,8 @@ class WatchUpdateSerializer(_Common):
     """Any of the settings, `snooze_hours` (0 ends a snooze) and `acknowledge`
     (alert ids, or "all")."""
 
-    snooze_hours = serializers.FloatField(
-        min_value=0, max_value=MAX_SNOOZE_HOURS, required=False, help_text="0 ends a snooze."
+    snooze_hours = StrictFloatField(
+        minimum=0, maximum=MAX_SNOOZE_HOURS, required=False, help_text="0 ends a snooze."
     )
     acknowledge = serializers.JSONField(
         required=False, help_text='Alert ids to acknowledge, or "all".'
@@ -84,10 +90,14 @@ class WatchUpdateSerializer(_Common):
     def validate_acknowledge(self, value) -> list[int] | None:
         if value == "all":
             return None
-        ids = value if isinstance(value, list) else None
-        if ids is None or not all(type(i) is int and i > 0 for i in ids) or len(ids) > 1000:
-            raise serializers.ValidationError('give a list of alert ids, or "all"')
-        return ids
+        if not isinstance(value, list) or len(value) > MAX_ACKNOWLEDGED:
+            raise serializers.ValidationError(
+                f'give a list of at most {MAX_ACKNOWLEDGED} alert ids, or "all"'
+            )
+        try:
+            return [parse_id(i, name="acknowledge") for i in value]
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
 
 
 def _targets(request, data: dict) -> list | None:
@@ -107,24 +117,25 @@ def _invalid(exc: DjangoValidationError) -> ValidationError:
 @api(["GET", "POST"])
 def watch_list(request):
     if request.method == "GET":
-        return Response([watch_selectors.watch_json(w) for w in watch_selectors.watches()])
+        rows = watch_selectors.watches()
+        return Response([watch_selectors.watch_json(w, user=request.user) for w in rows])
     serializer = WatchCreateSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     data = serializer.validated_data
-    targets = _targets(request, data) or []
     try:
-        watch = watches.watch_create(
-            user=request.user,
-            baseline=data["baseline"],
-            run=data.get("run"),
-            role=data.get("role", ""),
-            process=data.get("process"),
-            targets=targets,
-            **{k: data[k] for k in ("min_effect_points", "min_samples") if k in data},
-        )
+        with transaction.atomic():  # a target made for a URL goes if the watch does not
+            watch = watches.watch_create(
+                user=request.user,
+                baseline=data["baseline"],
+                run=data.get("run"),
+                role=data.get("role", ""),
+                process=data.get("process"),
+                targets=_targets(request, data) or [],
+                **{k: data[k] for k in ("min_effect_points", "min_samples") if k in data},
+            )
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
-    body = watch_selectors.watch_json(watch, alerts=True)
+    body = watch_selectors.watch_json(watch, alerts=True, user=request.user)
     return Response(body, status=status.HTTP_201_CREATED)
 
 
@@ -136,26 +147,26 @@ def watch_detail(request, pk: int):
         watch.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
     if request.method == "PATCH":
-        _patch(request, watch)
-    return Response(watch_selectors.watch_json(watch, alerts=True))
+        watch = _patch(request, watch)
+    return Response(watch_selectors.watch_json(watch, alerts=True, user=request.user))
 
 
-def _patch(request, watch: Watch) -> None:
+def _patch(request, watch: Watch) -> Watch:
     serializer = WatchUpdateSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     data = serializer.validated_data
-    targets = _targets(request, data)
     try:
-        watches.watch_update(
-            watch=watch,
-            baseline=data.get("baseline"),
-            targets=targets,
-            min_effect_points=data.get("min_effect_points"),
-            min_samples=data.get("min_samples"),
-        )
-        if "snooze_hours" in data:
-            watches.watch_snooze(watch=watch, hours=data["snooze_hours"])
+        with transaction.atomic():  # with the targets made for URLs, if any
+            watches.watch_change(
+                watch=watch,
+                user=request.user,
+                baseline=data.get("baseline"),
+                targets=_targets(request, data),
+                min_effect_points=data.get("min_effect_points"),
+                min_samples=data.get("min_samples"),
+                snooze_hours=data.get("snooze_hours"),
+                acknowledge=data["acknowledge"] if "acknowledge" in data else False,
+            )
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
-    if "acknowledge" in data:
-        watches.alerts_acknowledge(watch=watch, user=request.user, alert_ids=data["acknowledge"])
+    return Watch.objects.select_related("run", "baseline").get(pk=watch.pk)

@@ -94,7 +94,11 @@ class AlertSerializer(serializers.Serializer):
 
 class TargetRefSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="The target's name.")
-    url = serializers.CharField(help_text="Its Apprise URL, masked (never in full).")
+    url = serializers.CharField(
+        required=False,
+        help_text="Host admins only: its Apprise URL masked (scheme and host; user names, "
+        "passwords, tokens and hosts that are credentials hidden). Never in full.",
+    )
 
 
 class RunRefSerializer(serializers.Serializer):

@@ -6,6 +6,8 @@ from typing import Any, TypedDict
 
 from django.db.models import Prefetch, QuerySet
 
+from runs.permissions import can_administer_hosts
+
 from .models import Capture
 from .pyspy.regression import row_label, tracked_counts
 from .watch_judging import SERIES_CAPTURES, TRACKED_FRAMES, watches_for
@@ -87,8 +89,17 @@ def watch_alerts(watch: Watch, limit: int = ALERTS_SHOWN) -> list[Alert]:
     )
 
 
-def watch_json(watch: Watch, *, alerts: bool = False) -> dict[str, Any]:
-    """A watch as the API gives it: notification URLs masked, never in full."""
+def targets_json(watch: Watch, user: Any) -> list[dict[str, str]]:
+    """A watch's notification targets as `user` may see them: by name; to host admins
+    with the URL masked too (profiles.notify.mask_url), never in full."""
+    admin = can_administer_hosts(user)
+    return [
+        {"name": t.name, **({"url": t.masked_url} if admin else {})} for t in watch.targets.all()
+    ]
+
+
+def watch_json(watch: Watch, *, alerts: bool = False, user: Any = None) -> dict[str, Any]:
+    """A watch as the API gives it to `user`; its targets by `targets_json`."""
     body = {
         "id": watch.pk,
         "url": watch.get_absolute_url(),
@@ -98,7 +109,7 @@ def watch_json(watch: Watch, *, alerts: bool = False) -> dict[str, Any]:
         "baseline": watch.baseline_id,
         "min_effect_points": watch.min_effect_points,
         "min_samples": watch.min_samples,
-        "notify": [{"name": t.name, "url": t.masked_url} for t in watch.targets.all()],
+        "notify": targets_json(watch, user),
         "snoozed_until": watch.snoozed_until if watch.snoozed else None,
         "created_at": watch.created_at,
         "last": _judgement_json(last_judgement(watch)),

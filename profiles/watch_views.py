@@ -1,5 +1,9 @@
 """Pages for regression watches: the list, one watch, its forms, and the notification
-targets host admins configure. Viewers see; operators act; host admins enter URLs."""
+targets host admins configure. Viewers see; operators act; host admins enter URLs.
+
+Ids a form sends (the baseline, an alert) are read by config.params; one that is not
+a whole number in range, or not of this watch's rank, is a 400 naming the field (the
+pages' own buttons never send one). Other refusals come back as a message."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.form_fields import StrictIntegerFormField
+from config.params import parse_float, parse_id
 from runs.permissions import can_administer_hosts, can_launch, host_admin_required, launch_required
 
 from . import watch_selectors, watches
@@ -17,7 +23,7 @@ from .watch_models import NotifyTarget, Watch
 
 
 class WatchForm(forms.Form):
-    baseline = forms.IntegerField(min_value=1, label="Baseline capture #")
+    baseline = StrictIntegerFormField(min_value=1, label="Baseline capture #")
     targets = forms.ModelMultipleChoiceField(
         NotifyTarget.objects.all(), to_field_name="name", required=False
     )
@@ -52,6 +58,15 @@ def _settings(form: WatchForm) -> dict:
 
 def _get_watch_for_user(user, pk: int) -> Watch:
     return get_object_or_404(watch_selectors.watches(), pk=pk)
+
+
+def _valid(form: WatchForm) -> bool:
+    """Whether the form is valid; a bad or unknown baseline id is a 400 (raised)."""
+    if form.is_valid():
+        return True
+    if "baseline" in form.errors:
+        raise ValidationError({"baseline": [f"baseline: {e}" for e in form.errors["baseline"]]})
+    return False
 
 
 def _errors(exc: ValidationError | forms.Form) -> str:
@@ -116,7 +131,7 @@ def watch_detail(request, pk: int):
 def watch_create(request):
     """From a capture or run page: watch the baseline capture's rank."""
     form = WatchForm(request.POST)
-    if not form.is_valid():
+    if not _valid(form):
         messages.error(request, f"Not watched: {_errors(form)}")
         return _back(request, "/watches/")
     baseline = form.cleaned_data["baseline"]
@@ -146,12 +161,14 @@ def watch_create(request):
 def watch_edit(request, pk: int):
     watch = _get_watch_for_user(request.user, pk)
     form = WatchForm(request.POST)
-    if not form.is_valid():
+    if not _valid(form):
         messages.error(request, f"Not saved: {_errors(form)}")
         return _back(request, watch.get_absolute_url())
     try:
         watches.watch_update(watch=watch, baseline=form.cleaned_data["baseline"], **_settings(form))
     except ValidationError as exc:
+        if "baseline" in getattr(exc, "error_dict", {}):  # e.g. of another rank: 400
+            raise ValidationError({"baseline": [f"baseline: {m}" for m in exc.messages]}) from None
         messages.error(request, f"Not saved: {_errors(exc)}")
     return _back(request, watch.get_absolute_url())
 
@@ -161,10 +178,8 @@ def watch_edit(request, pk: int):
 def watch_snooze(request, pk: int):
     watch = _get_watch_for_user(request.user, pk)
     try:
-        hours = float(request.POST.get("hours", ""))
-    except ValueError:
-        hours = -1
-    if not 0 <= hours <= 24 * 30:
+        hours = parse_float(request.POST.get("hours", ""), name="hours", minimum=0, maximum=720)
+    except ValidationError:
         messages.error(request, "Snooze for 0 to 720 hours.")
     else:
         watches.watch_snooze(watch=watch, hours=hours)
@@ -176,8 +191,8 @@ def watch_snooze(request, pk: int):
 def watch_acknowledge(request, pk: int):
     watch = _get_watch_for_user(request.user, pk)
     raw = request.POST.get("alert", "all")
-    ids = None if raw == "all" else [int(raw)] if raw.isascii() and raw.isdigit() else []
-    watches.alerts_acknowledge(watch=watch, user=request.user, alert_ids=ids)
+    ids = None if raw == "all" else [parse_id(raw, name="alert")]  # else 400 naming it
+    watches.alerts_acknowledge(watch=watch, user=request.user, alert_ids=ids, field="alert")
     return _back(request, watch.get_absolute_url())
 
 

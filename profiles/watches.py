@@ -3,6 +3,11 @@
 Who may do what (docs/watches.md): operators create and change watches and
 acknowledge alerts; only host admins enter notification URLs (a URL is a request the
 server makes), as named targets that operators then attach by name.
+
+Every write here is one transaction: a change that fails in any part saves nothing.
+A baseline must be a done capture of the watch's own rank (its run, and its role or
+process), and alert ids must be the watch's own: anything else is a ValidationError
+naming the field.
 """
 
 from __future__ import annotations
@@ -121,10 +126,22 @@ def _rank(run: Run | None, role: str, process: RunProcess | None) -> tuple[Run, 
     return run, role
 
 
-def _check_baseline(baseline: Capture) -> None:
+def _check_baseline(baseline: Capture, *, run: Run, role: str, process: RunProcess | None) -> None:
+    """A done capture with samples, of this rank: judging a rank against another run's
+    (or another rank's) profile would alert on differences that are no change."""
     if baseline.status != Capture.Status.DONE or not (baseline.stats or {}).get("total_samples"):
         raise ValidationError(
             {"baseline": f"capture #{baseline.pk} is not a done capture with samples"}
+        )
+    if baseline.run_id != run.pk:
+        raise ValidationError(
+            {"baseline": f"capture #{baseline.pk} is not of run #{run.pk} ({run.name[:60]})"}
+        )
+    if role and (baseline.process is None or baseline.process.role != role):
+        raise ValidationError({"baseline": f"capture #{baseline.pk} is not of {role[:60]!r}"})
+    if not role and process is not None and baseline.process_id != process.pk:
+        raise ValidationError(
+            {"baseline": f"capture #{baseline.pk} is not of process #{process.pk}"}
         )
 
 
@@ -141,7 +158,7 @@ def watch_create(
 ) -> Watch:
     """Watch one rank (run + role, or one process) with `baseline`."""
     run, role = _rank(run, role, process)
-    _check_baseline(baseline)
+    _check_baseline(baseline, run=run, role=role, process=process if not role else None)
     same = Watch.objects.filter(run=run, role=role)
     same = same.filter(process=process) if not role else same
     if same.exists():
@@ -180,7 +197,7 @@ def watch_update(
     `snoozed_until`: False leaves it, None ends a snooze."""
     with transaction.atomic():
         if baseline is not None and baseline.pk != watch.baseline_id:
-            _check_baseline(baseline)
+            _check_baseline(baseline, run=watch.run, role=watch.role, process=watch.process)
             watch.baseline, watch.shifts = baseline, []
             watch.alerts.filter(status__in=[Alert.Status.OPEN, Alert.Status.ACKNOWLEDGED]).update(
                 status=Alert.Status.REBASELINED, closed_at=timezone.now()
@@ -206,15 +223,58 @@ def watch_snooze(*, watch: Watch, hours: float) -> Watch:
 
 
 def alerts_acknowledge(
-    *, watch: Watch, user: AbstractBaseUser, alert_ids: list[int] | None = None
+    *,
+    watch: Watch,
+    user: AbstractBaseUser,
+    alert_ids: list[int] | None = None,
+    field: str = "acknowledge",
 ) -> int:
     """Acknowledge open alerts (all when `alert_ids` is None); returns how many.
+    An id that is not one of this watch's alerts is a ValidationError naming `field`.
 
     An acknowledged alert no longer holds back the next one of its row: if a later
     capture still shows the change, the watch says so once more."""
     alerts = watch.alerts.filter(status=Alert.Status.OPEN)
     if alert_ids is not None:
+        _check_own_alerts(watch, alert_ids, field)
         alerts = alerts.filter(pk__in=alert_ids)
     return alerts.update(
         status=Alert.Status.ACKNOWLEDGED, acknowledged_by=user, closed_at=timezone.now()
     )
+
+
+def _check_own_alerts(watch: Watch, alert_ids: list[int], field: str) -> None:
+    own = set(watch.alerts.filter(pk__in=alert_ids).values_list("pk", flat=True))
+    foreign = sorted(set(alert_ids) - own)
+    if foreign:
+        shown = ", ".join(str(i) for i in foreign[:5])
+        raise ValidationError({field: f"no alert {shown} on watch #{watch.pk}"})
+
+
+def watch_change(
+    *,
+    watch: Watch,
+    user: AbstractBaseUser,
+    baseline: Capture | None = None,
+    targets: list[NotifyTarget] | None = None,
+    min_effect_points: float | None = None,
+    min_samples: int | None = None,
+    snooze_hours: float | None = None,
+    acknowledge: list[int] | None | bool = False,
+) -> Watch:
+    """All of one request's changes to a watch, or none of them: settings, a snooze
+    (`snooze_hours`, 0 ends one) and acknowledged alerts (`acknowledge`: ids, None for
+    all, False for none)."""
+    with transaction.atomic():
+        watch_update(
+            watch=watch,
+            baseline=baseline,
+            targets=targets,
+            min_effect_points=min_effect_points,
+            min_samples=min_samples,
+        )
+        if snooze_hours is not None:
+            watch_snooze(watch=watch, hours=snooze_hours)
+        if acknowledge is not False:
+            alerts_acknowledge(watch=watch, user=user, alert_ids=acknowledge)
+    return watch

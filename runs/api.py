@@ -245,7 +245,9 @@ def run_processes_check(request, pk: int):
     run = get_object_or_404(Run, pk=pk)
     processes = selectors.run_processes(run=run)
     fresh = timezone.now() - timedelta(seconds=CHECK_FRESH_S)
-    stale = [p for p in processes if p.checked_at is None or p.checked_at < fresh]
+    stale = [
+        p for p in processes if not p.replaced and (p.checked_at is None or p.checked_at < fresh)
+    ]  # replaced processes belong to earlier launches: no need to ask
     errors = services.run_processes_check(processes=stale)
     hosts = {p.host_id: p.host.name for p in processes}
     return Response(
@@ -261,7 +263,8 @@ def run_processes_check(request, pk: int):
 @schema.register
 @api(["POST"])
 def register(request):
-    """A launcher's rank attaches itself: `{run: name, host: name, pid, role}`. The PID
+    """A launcher's rank attaches itself: `{run: name, host: name, pid, role, launch}`
+    (`launch`: optional, the launch's key; see runs.launches). The PID
     is checked on its host first: one that does not run there is a 400; one whose host
     cannot be asked is attached with `"alive": null` and a `warning`."""
     name = request.data.get("run")
@@ -270,7 +273,12 @@ def register(request):
     host = _host_or_400(request.data.get("host"))
     pid, role = _pid_or_400(request.data.get("pid")), _role(request.data.get("role"))
     run, attached, run_created = services.run_register(
-        user=request.user, run_name=name.strip(), host=host, pid=pid, role=role
+        user=request.user,
+        run_name=name.strip(),
+        host=host,
+        pid=pid,
+        role=role,
+        launch=request.data.get("launch") or "",
     )
     body = {
         # Absolute: the registering rank prints it, far from any browser tab.

@@ -102,6 +102,16 @@ class ProcessSerializer(serializers.Serializer):
         allow_null=True, help_text="Last liveness check: running, exited, or null (not known)."
     )
     checked_at = serializers.DateTimeField(allow_null=True, help_text="When it was checked.")
+    launch = serializers.IntegerField(
+        allow_null=True, help_text="The number of the run's launch it belongs to (from 1)."
+    )
+    replaced_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When a later process of the same role replaced it; nothing captures it since.",
+    )
+    replaced_by = serializers.IntegerField(
+        allow_null=True, help_text="The id of the process that replaced it."
+    )
 
 
 class AttachedProcessSerializer(ProcessSerializer):
@@ -143,6 +153,13 @@ class ProcessRequestSerializer(serializers.Serializer):
 class RegisterRequestSerializer(ProcessRequestSerializer):
     run = serializers.CharField(max_length=200, help_text="The run's name; created if new.")
     pid = PidField(help_text="The registering process's own PID.")
+    launch = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text="The launch this process belongs to (TORCHELASTIC_RUN_ID, or "
+        "FLAMEDECK_LAUNCH when set). A role the run already has from another PID retires "
+        "that process when it has exited or its launch differs.",
+    )
 
 
 class RegisteredRunSerializer(serializers.Serializer):

@@ -63,6 +63,33 @@ class JobCaptureSettingsSerializer(CaptureSettingsSerializer):
     what a whole job is captured for)."""
 
     job = True
+    kind = serializers.ChoiceField(
+        choices=[("record", "record"), ("dump", "dump")],
+        default="record",
+        help_text='`record` samples every rank for `duration` seconds; `dump` ("Dump all '
+        "ranks\", for a job that hangs) prints every rank's stacks with `py-spy dump` "
+        "`repeat` times, `interval` seconds apart, and says which ranks stand where.",
+    )
+    repeat = serializers.IntegerField(
+        min_value=1, max_value=10, default=3, help_text="Dumps of each rank (kind dump)."
+    )
+    interval = serializers.FloatField(
+        min_value=0,
+        max_value=30,
+        default=1.0,
+        help_text="Seconds between two dumps of a rank (kind dump).",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if (attrs.get("repeat", 3) - 1) * attrs.get("interval", 1.0) > MAX_DUMP_SPAN_S:
+            raise serializers.ValidationError(
+                {"interval": f"(repeat - 1) x interval may span {MAX_DUMP_SPAN_S:g} s at most: "
+                 "a hung job is told apart from a slow one within seconds"}
+            )  # fmt: skip
+        return super().validate(attrs)
+
+
+MAX_DUMP_SPAN_S = 30.0
 
 
 def _refused_together() -> str:

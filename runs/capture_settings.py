@@ -127,6 +127,17 @@ CONFLICTS: tuple[Conflict, ...] = (
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
+# A record of one of flamedeck's own processes (runs.own_processes, host admins only)
+# samples without pausing it unless asked otherwise: a blocking 2,000 Hz capture of the
+# web server made its answers 5-20x slower. Native frames need a pause, so they are off.
+OWN_PROCESS_DEFAULTS: dict[str, bool] = {"nonblocking": True, "native": False}
+
+
+def own_process_settings(given: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's settings for one of flamedeck's own processes: OWN_PROCESS_DEFAULTS
+    unless `given` says `nonblocking` (then native frames as usual)."""
+    return dict(given) if "nonblocking" in given else {**OWN_PROCESS_DEFAULTS, **given}
+
 
 def names(kind: str | None = None) -> list[str]:
     """The settings' names in table order; with `kind`, those that apply to it."""

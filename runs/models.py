@@ -228,8 +228,33 @@ class Run(models.Model):
         return tuple(line.strip() for line in self.library_paths.splitlines() if line.strip())
 
 
+class Launch(models.Model):
+    """One launch of a run's job (runs.launches): the processes started together.
+
+    `key` is what the ranks sent (`TORCHELASTIC_RUN_ID`, or `FLAMEDECK_LAUNCH` when set);
+    empty when they sent none, then a launch begins when a role registers again after
+    its process exited. `number` counts the run's launches from 1."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="launches")
+    number = models.PositiveIntegerField()
+    key = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="unique_launch_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"launch {self.number}"
+
+
 class RunProcess(models.Model):
-    """One process of a run on one host, with its role (e.g. target-0, rank 3)."""
+    """One process of a run on one host, with its role (e.g. target-0, rank 3).
+
+    A process replaced by a later launch's process of the same role keeps its row
+    (`replaced_at`, `replaced_by`): its captures stay, but nothing captures it again."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="processes")
     host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="processes")
@@ -240,6 +265,13 @@ class RunProcess(models.Model):
     # (never checked, or the host could not be asked).
     alive = models.BooleanField(null=True, blank=True, editable=False)
     checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    launch = models.ForeignKey(
+        Launch, null=True, blank=True, on_delete=models.SET_NULL, related_name="processes"
+    )
+    replaced_at = models.DateTimeField(null=True, blank=True, editable=False)
+    replaced_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
 
     class Meta:
         ordering = ["role", "pid"]
@@ -255,6 +287,11 @@ class RunProcess(models.Model):
     def exited(self) -> bool:
         """The last check found the process gone (unknown counts as not exited)."""
         return self.alive is False
+
+    @property
+    def replaced(self) -> bool:
+        """A later process of the same role took its place (runs.launches)."""
+        return self.replaced_at is not None
 
 
 class HostChange(models.Model):

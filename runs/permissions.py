@@ -6,7 +6,8 @@
 - host administrators (`runs.administer_hosts`, group "host admins"; superusers):
   create hosts and change any field that decides what runs where
   (Host.COMMAND_FIELDS, and the name that registrations refer to); with staff, they
-  may also remove anyone's comment.
+  may also remove anyone's comment; and they alone capture flamedeck's own processes
+  on the local host (runs.own_processes), non-blocking unless they ask otherwise.
 """
 
 from functools import wraps
@@ -16,6 +17,8 @@ from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from profiles.pyspy import redaction
+
+from . import own_processes
 
 LAUNCH_PERMISSION = "profiles.launch_capture"
 OPERATORS_GROUP = "operators"
@@ -78,3 +81,27 @@ class CanLaunchOrReadOnly(BasePermission):
         if not (request.user and request.user.is_authenticated):
             return False
         return request.method in SAFE_METHODS or can_launch(request.user)
+
+
+# --- flamedeck's own processes --------------------------------------------------------
+class OwnProcessRefused(PermissionDenied):
+    """A capture of one of flamedeck's own processes by someone who may not (403)."""
+
+
+def own_process_of(*, host, pid: int) -> str | None:
+    """What `pid` is among flamedeck's own processes, on the local host; else None."""
+    return own_processes.own_process(pid) if host.is_local else None
+
+
+def refuse_own_process(*, user, host, pid: int, what: str, scheduled: bool = False) -> None:
+    """OwnProcessRefused, naming the reason, unless `user` may capture this process of
+    flamedeck's own (`what`): host admins may, and `manage.py capture` (no user, not
+    scheduled: whoever runs it has the server's shell); operators and schedules not."""
+    if can_administer_hosts(user) or (user is None and not scheduled):
+        return
+    who = "a scheduled capture" if scheduled else "operators"
+    raise OwnProcessRefused(
+        f"pid {pid} on {host.name} is {what}: {who} may not capture flamedeck's own "
+        "processes (py-spy pauses them, and the dashboard slows down for everyone); "
+        "ask a host admin"
+    )

@@ -43,13 +43,19 @@ def host_by_id_or_name(value: object) -> Host | None:
 
 
 def run_processes(*, run: Run) -> list[RunProcess]:
-    return list(run.processes.select_related("host"))
+    return list(run.processes.select_related("host", "launch"))
+
+
+def current_processes(*, run: Run) -> list[RunProcess]:
+    """The current process of each role: those no later launch replaced (runs.launches)."""
+    return [p for p in run_processes(run=run) if not p.replaced]
 
 
 def capturable_processes(*, run: Run) -> tuple[list[RunProcess], list[RunProcess]]:
-    """(to capture, skipped): processes whose last check found them exited are skipped;
-    never-checked or unknown ones are tried."""
-    processes = run_processes(run=run)
+    """(to capture, skipped) among the current processes: those whose last check found
+    them exited are skipped; never-checked or unknown ones are tried. Replaced
+    processes (earlier launches) are neither."""
+    processes = current_processes(run=run)
     return [p for p in processes if not p.exited], [p for p in processes if p.exited]
 
 
@@ -62,6 +68,9 @@ def process_json(process: RunProcess) -> dict[str, Any]:
         "role": process.role,
         "alive": process.alive,
         "checked_at": process.checked_at,
+        "launch": process.launch.number if process.launch_id else None,
+        "replaced_at": process.replaced_at,
+        "replaced_by": process.replaced_by_id,
     }
 
 
@@ -71,6 +80,7 @@ def capture_all_plan(*, run: Run) -> dict[str, Any]:
 
 
 def _plan(processes: list[RunProcess]) -> dict[str, Any]:
+    processes = [p for p in processes if not p.replaced]  # earlier launches: history
     live = [p for p in processes if not p.exited]
     return {
         "processes": len(live),

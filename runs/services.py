@@ -18,6 +18,7 @@ from django.utils.text import slugify
 from config.params import parse_pid
 from runs import remote
 
+from . import launches
 from .audit import host_changes, recording_as
 from .models import Host, Run, RunProcess, Tag, validate_library_paths, validate_step_threads
 from .permissions import OPERATOR_HOST_FIELDS, can_administer_hosts
@@ -205,8 +206,9 @@ def _not_running(host: Host, pids: list[int]) -> str:
 
 def _attach_one(run: Run, host: Host, pid: int, role: str, state: dict, warning: str) -> Attached:
     process, created = RunProcess.objects.get_or_create(
-        run=run, host=host, pid=pid, defaults={"role": role, **state}
-    )
+        run=run, host=host, pid=pid,
+        defaults={"role": role, "launch": launches.latest_launch(run), **state},
+    )  # fmt: skip
     if not created:
         process.role = process.role or role
         if state["checked_at"] is not None:
@@ -237,7 +239,13 @@ def _ask(target: remote.Target, name: str, pids: list[int]) -> tuple[set[int] | 
 
 
 def run_register(
-    *, user: AbstractBaseUser | None, run_name: str, host: Host, pid: int, role: str = ""
+    *,
+    user: AbstractBaseUser | None,
+    run_name: str,
+    host: Host,
+    pid: int,
+    role: str = "",
+    launch: str = "",
 ) -> tuple[Run, Attached, bool]:
     """A launcher's rank registers itself: get or create the run by name, attach
     (host, pid, role). Idempotent. Returns (run, attached, run_created).
@@ -251,20 +259,29 @@ def run_register(
     Ranks register at the same instant; `Run.register_key` is unique, so they all
     land in one run. The first registration is the run's start; a live rank
     registering to a run that had ended starts it again.
+
+    A run is the job across its launches (runs.launches): `launch` is the key the
+    rank sent; a role the run already has from another PID retires that process when
+    it has exited (asked on its host first) or belongs to another launch.
     """
-    pid = parse_pid(pid)
+    pid, role = parse_pid(pid), role.strip()[:100]
     alive, warning = _alive_or_warning(host, [pid])
     if alive is not None and pid not in alive:
         raise ValidationError({"pid": _not_running(host, [pid])})
     run, run_created = _run_for_registration(user, run_name)
+    holders = launches.role_holders(run=run, role=role, host=host, pid=pid)
+    if holders:  # fresh liveness: an exited holder is retired, a running one stays
+        run_processes_check(processes=[p for p in holders if not p.exited])
     if run.started_at is None or run.status != Run.Status.RUNNING:
         run.started_at = run.started_at or timezone.now()
         run.status, run.ended_at = Run.Status.RUNNING, None
         run.save(update_fields=["started_at", "status", "ended_at"])
     checked = alive is not None
     state = {"alive": True if checked else None, "checked_at": timezone.now() if checked else None}
-    attached = _attach_one(run, host, pid, role.strip()[:100], state, warning)
-    return run, attached, run_created
+    registered = launches.register_process(
+        run=run, host=host, pid=pid, role=role, key=launches.launch_key(launch), state=state
+    )
+    return run, Attached(registered.process, registered.created, warning), run_created
 
 
 def _run_for_registration(user: AbstractBaseUser | None, name: str) -> tuple[Run, bool]:
@@ -317,8 +334,11 @@ def runs_end_when_every_process_exited(*, run_ids: set[int], now: Any = None) ->
     """Mark "finished" each running run of `run_ids` whose every process was last
     found exited (one unknown or running process keeps it running). Returns how many."""
     running = Run.objects.filter(pk__in=run_ids, status=Run.Status.RUNNING)
-    ended = running.exclude(processes__alive__isnull=True).exclude(processes__alive=True)
-    ids = set(ended.filter(processes__isnull=False).values_list("pk", flat=True))
+    # Replaced processes belong to earlier launches: only the current ones count.
+    current = RunProcess.objects.filter(run_id__in=run_ids, replaced_at__isnull=True)
+    may_run = current.exclude(alive=False).values("run_id")
+    ended = running.filter(pk__in=current.values("run_id")).exclude(pk__in=may_run)
+    ids = set(ended.values_list("pk", flat=True))
     return Run.objects.filter(pk__in=ids).update(
         status=Run.Status.FINISHED, ended_at=now or timezone.now()
     )

@@ -217,3 +217,36 @@ def thread_tree(threads: dict[str, dict[str, int]]) -> dict:
         body = [{"name": "step (train.py:9)", "value": total, "children": step}]
         children.append({"name": thread, "value": total, "children": body})
     return {"name": "all", "value": sum(c["value"] for c in children), "children": children}
+
+
+# --- whole-job dumps ----------------------------------------------------------------------
+
+
+def dump_thread(frames: list[str], *, name: str = "MainThread", tid: int = 1, active=False):
+    """One thread of a parsed `py-spy dump` (profiles.pyspy.dump): `frames` innermost
+    first, each `name (file:line)`."""
+    parsed = []
+    for text in frames:
+        function, _, rest = text.partition(" (")
+        parsed.append({"name": function, "location": rest.rstrip(")"), "native": False})
+    return {"pid": None, "tid": tid, "name": name, "status": "active" if active else "idle",
+            "active": active, "idle": not active, "gil": False, "frames": parsed}  # fmt: skip
+
+
+def whole_job_dump(run: Run, series: dict[str, list[list[dict]]]) -> CaptureGroup:
+    """A whole-job dump whose ranks (roles of `series`, on the local host) ended with
+    these successive dumps (each a list of dump_thread), and its stored `stacks`."""
+    from profiles import group_report
+
+    group = CaptureGroup.objects.create(run=run, kind="dump", dump_repeat=3)
+    for i, (role, dumps) in enumerate(series.items()):
+        process = RunProcess.objects.create(run=run, host=local_host(), pid=FIRST_PID + i,
+                                            role=role)  # fmt: skip
+        stats = {"format": "dump", "total_samples": 0, "dump_threads": dumps[-1],
+                 "dump_series": [{"at": None, "threads": d} for d in dumps]}  # fmt: skip
+        Capture.objects.create(run=run, process=process, host=process.host, pid=process.pid,
+                               group=group, kind="dump", status=Capture.Status.DONE,
+                               stats=stats)  # fmt: skip
+    group_report.group_report_update(group_id=group.pk)
+    group.refresh_from_db()
+    return group

@@ -598,3 +598,86 @@ def test_forms_over_djangos_field_and_size_limits_answer_400_or_413_naming_the_l
             assert response.status_code == 413, (url, response.status_code)
             assert b"DATA_UPLOAD_MAX_MEMORY_SIZE" in response.content, url
             corpus.sent += len(bodies) + 1
+
+
+WATCH_VALUES = [2**63, 10**20, 2**63 - 1, -1, 0, "²", "٣", "1e3", 1.5, True, None, [], {}]
+WATCH_VALUES += ["x" * 300]
+# Values of WATCH_VALUES that are fine for a field: no targets, a snooze ended or of 1.5 h.
+VALID_FOR = {"notify": [[]], "snooze_hours": [0, 1.5], "min_effect_points": [1.5]}
+
+
+def _watch_row(watch) -> tuple:
+    watch.refresh_from_db()
+    return (watch.baseline_id, watch.min_effect_points, watch.min_samples, watch.snoozed_until)
+
+
+def test_bad_watch_requests_are_refused_with_400_naming_the_field_and_save_nothing(world, corpus):
+    from profiles.watch_models import Alert, NotifyTarget, Watch
+    from tests import factories
+
+    baseline = factories.capture(world["process"], factories.state_stats(5000))
+    watch = factories.watch(baseline)
+    alert = Alert.objects.create(watch=watch, key="state:idle", label="idle", direction=1)
+    elsewhere = factories.capture(
+        factories.process(factories.run("elsewhere"), "rank 0", pid=77),
+        factories.state_stats(5000),
+    )
+    foreign = Alert.objects.create(
+        watch=factories.watch(elsewhere), key="state:idle", label="idle", direction=1
+    )
+    before, watches = _watch_row(watch), Watch.objects.count()
+    url = f"/api/watches/{watch.pk}/"
+    patches = [("acknowledge", lambda v: {"acknowledge": [alert.pk, v]})]
+    patches += [(f, lambda v, f=f: {"min_effect_points": 9, f: v}) for f in (
+        "baseline", "min_effect_points", "min_samples", "snooze_hours", "notify")]  # fmt: skip
+    creates = [(f, lambda v, f=f: {"run": world["run"].pk, "role": "rank 9",
+                                   "baseline": baseline.pk, f: v}) for f in (
+        "run", "process", "baseline", "min_samples", "notify")]  # fmt: skip
+    foreign_ids = [
+        ("acknowledge", {"acknowledge": [foreign.pk], "min_effect_points": 9}),
+        ("baseline", {"baseline": elsewhere.pk, "min_effect_points": 9}),
+    ]
+    for value in WATCH_VALUES:
+        for field, make in patches:
+            if value in VALID_FOR.get(field, []) and type(value) is not bool:
+                continue  # a valid change, not a bad value
+            _json(corpus, url, make(value), method="patch")
+            status = corpus.send("superuser", "patch", url, data=json.dumps(make(value)),
+                                 content_type="application/json")  # fmt: skip
+            assert status == 400, (field, value, status)
+        for _field, make in creates:
+            _json(corpus, "/api/watches/", make(value))
+        pages = [(f"/watches/{watch.pk}/acknowledge/", {"alert": value}),
+                 (f"/watches/{watch.pk}/edit/", {"baseline": value, "min_effect_points": 9,
+                                                 "min_samples": 1000}),
+                 ("/watches/new/", {"baseline": value})]  # fmt: skip
+        for page, form in pages:
+            if not isinstance(value, list | dict):
+                form = {k: "" if v is None else v for k, v in form.items()}
+                corpus.everyone("post", page, data=form)
+                assert corpus.send("superuser", "post", page, data=form) == 400, (page, value)
+    for field, body in foreign_ids:
+        response = corpus.clients["operator"].patch(url, json.dumps(body), "application/json")
+        assert response.status_code == 400 and field in response.json(), response.content
+    assert _watch_row(watch) == before and Watch.objects.count() == watches
+    assert set(Alert.objects.values_list("status", flat=True)) == {"open"}
+    assert not NotifyTarget.objects.exists()
+
+
+def test_the_servers_own_processes_are_refused_to_all_but_host_admins(world, corpus):
+    import os
+
+    from profiles.models import CaptureGroup
+
+    run = Run.objects.create(name="holds the server")
+    RunProcess.objects.create(run=run, host=Host.objects.get(name="local"), pid=os.getpid())
+    for persona in ("operator", "viewer", "anonymous"):
+        for url, body in (
+            ("/api/captures/", {"host": "local", "pid": os.getpid(), "rate": 2000}),
+            (f"/api/runs/{run.pk}/capture/", {"rate": 2000}),
+        ):
+            status = corpus.send(persona, "post", url, data=json.dumps(body),
+                                 content_type="application/json")  # fmt: skip
+            assert status in (401, 403), (persona, url, status)
+    assert not Capture.objects.filter(pid=os.getpid()).exists()
+    assert not CaptureGroup.objects.filter(run=run).exists()

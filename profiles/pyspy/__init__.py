@@ -17,14 +17,19 @@ keyword and category reports its `python_callers` (matching.py) and `user_caller
 Every sample also gets one thread state (states.py, rules in state_rules.py) and
 each thread an `active_percent` over py-spy's sampling rounds (activity.py).
 Findings (findings.py) say what to change; job.py reports a whole job from one stats
-per rank: the straggler, classes of ranks and the job's findings.
-Everything here is standard library only; no Django.
+per rank: the straggler, classes of ranks and the job's findings; stacks.py reads a
+whole-job dump (each rank's successive `py-spy dump`s): where every rank stands, the
+classes of ranks at one call path, and whether the job is stuck.
+Everything here is standard library only; no Django. One exception: the regular
+expressions users and operators write (`re:` keywords, state rules) run on RE2
+(google-re2), imported by linear_regex.py alone, because Python's `re` can take
+exponential time on them and nothing can stop it.
 """
 
 __version__ = "1.0"
 
 from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
-from .dump import parse_dump  # noqa: E402
+from .dump import parse_dump, parse_dump_series  # noqa: E402
 from .errors import ProfileError  # noqa: E402
 from .export import (  # noqa: E402
     to_folded,
@@ -41,6 +46,7 @@ from .profile import Profile  # noqa: E402
 from .raw import parse_raw_lines  # noqa: E402
 from .reading import parse_profile_text, read_profile  # noqa: E402
 from .sandwich import Sandwich, frames_like, sandwich  # noqa: E402, F401
+from .stacks import analyze_stacks  # noqa: E402
 from .states import (  # noqa: E402
     STATES,
     StateRules,
@@ -59,6 +65,7 @@ from .types import (  # noqa: E402
     KeywordStat,
     LagPoint,
     LagReport,
+    Stacks,
     StateStat,
     Stats,
     ThreadStat,
@@ -86,16 +93,19 @@ __all__ = [
     "LagReport",
     "Profile",
     "ProfileError",
+    "Stacks",
     "Stats",
     "ThreadStat",
     "ThreadTables",
     "analyze",
     "analyze_job",
     "analyze_lag",
+    "analyze_stacks",
     "combine_threads",
     "keyword_problem",
     "load_keywords",
     "parse_dump",
+    "parse_dump_series",
     "parse_profile_text",
     "parse_raw_lines",
     "percent",

@@ -1,4 +1,4 @@
-"""Command line: `python -m profiles.pyspy analyze|export|dump|lag|job ...`.
+"""Command line: `python -m profiles.pyspy analyze|export|dump|lag|job|stacks ...`.
 
 Exit 0 with JSON (or folded text) on stdout; exit 2 with one line on stderr when
 the input cannot be used. A bug still ends in one line (exit 1), never a traceback.
@@ -24,6 +24,7 @@ from .lag import analyze_lag
 from .profile import Profile
 from .reading import read_profile
 from .rule_table import load_state_rules
+from .stackscli import add_stacks_parser, run_stacks
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     lag = sub.add_parser("lag", help="lag report from py-spy's stdout")
     lag.add_argument("file")
     add_job_parser(sub)
+    add_stacks_parser(sub)
     return parser
 
 
@@ -167,6 +169,7 @@ _COMMANDS = {
     "dump": lambda a: _print_json(parse_dump(_read_text(a.file))),
     "lag": _lag,
     "job": lambda a: run_job(a, _print_json),
+    "stacks": lambda a: run_stacks(a, _read_text, _print_json),
 }
 
 

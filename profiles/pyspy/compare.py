@@ -130,11 +130,15 @@ def newcombe_interval(
     """Newcombe's hybrid score interval for p_after - p_before, as fractions.
 
     `before` and `after` are (successes, n). Built from the two Wilson intervals, so
-    it stays within [-1, 1] and keeps its width when a share is 0 or 1.
+    it stays within [-1, 1] and keeps its width when a share is 0 or 1. A side with
+    n = 0 says nothing: its share may be anything in [0, 1], so the interval is every
+    difference the other side's Wilson interval allows ([-1, 1] when both are empty).
     """
-    p1, p2 = before[0] / before[1], after[0] / after[1]
     l1, u1 = wilson_interval(*before, z=z)
     l2, u2 = wilson_interval(*after, z=z)
+    if before[1] <= 0 or after[1] <= 0:
+        return max(-1.0, l2 - u1), min(1.0, u2 - l1)
+    p1, p2 = before[0] / before[1], after[0] / after[1]
     d = p2 - p1
     low = d - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2)
     high = d + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2)

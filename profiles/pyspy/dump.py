@@ -135,3 +135,27 @@ def _json_frame(item: dict[str, Any]) -> DumpFrame:
             if isinstance(v, dict)
         ]
     return frame
+
+
+def parse_dump_series(text: str) -> list[tuple[float | None, list[DumpThread]]] | None:
+    """A whole-job dump's successive dumps of one process, as flamedeck stores them:
+    a JSON list of {"at": host epoch seconds or null, "dump": `py-spy dump --json`
+    output}, oldest first. None when `text` is anything else (one dump, text);
+    raises ProfileError when an item's dump is not `py-spy dump --json` output."""
+    body = text.removeprefix("\ufeff").lstrip()
+    if not body.startswith("["):
+        return None
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not doc or not all(isinstance(item, dict) and "dump" in item for item in doc):
+        return None
+    series = []
+    for item in doc:
+        at, threads = item.get("at"), item["dump"]
+        if not isinstance(threads, list) or not all(isinstance(t, dict) for t in threads):
+            raise ProfileError("a stored dump is not `py-spy dump --json` output")
+        when = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+        series.append((when, [_json_thread(t) for t in threads]))
+    return series

@@ -4,8 +4,13 @@ Input is one capture's stats per rank, as `analyze` returns them and the dashboa
 stores them (`threads` with `states`, `thread_functions`, `idle_included`, `lag`), so
 the app runs this from stored stats without the raw samples.
 
+- Each rank's stats are made whole first (rankstats.well_formed): missing or mistyped
+  keys of a stored or failed capture read as empty, so the report never fails on them.
 - Step threads per rank: findings.step_threads (named on the run, else the threads
-  that make collective calls, ...); a rank's `states` are theirs, added up.
+  that make collective calls, ...); a rank's `states` are theirs, added up. A rank
+  where neither finds a thread (a rank hung outside collectives has no collective
+  samples) takes the threads named as most other ranks' collective step threads
+  (`detected_by` "peers"), so its idle wait is measured, not dropped.
 - The straggler (straggler.py) is the rank the others wait for: the rank with the
   smallest collective share, named only when the others' pooled collective share is
   past COLLECTIVE_WAIT and *every* other rank's collective share exceeds its share by
@@ -23,12 +28,13 @@ the app runs this from stored stats without the raw samples.
   apart from the other ranks, if any: 64 ranks read as a few lines.
 - Findings: every rule of findings.py on the step threads of all ranks added up, and
   on each rank alone (a rule that holds on some ranks only names them), plus the
-  `straggler` finding.
+  `straggler` finding, or, when the other ranks wait out the window in collectives
+  for ranks elsewhere, the `stuck` finding instead (stuck.py): a hang is no straggler.
 """
 
 from __future__ import annotations
 
-import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +49,8 @@ from .findings import (
     top_frames,
     with_busy_thread,
 )
+from .ranknames import natural, ranks_label
+from .rankstats import well_formed
 from .states import STATES
 from .straggler import (
     RankView,
@@ -54,6 +62,7 @@ from .straggler import (
     state_counts,
     waiting,
 )
+from .stuck import Stuck, find_stuck, stuck_finding
 from .types import (
     Explanation,
     Finding,
@@ -67,11 +76,8 @@ from .types import (
 
 CLASS_GAP = 10.0
 """Points beyond noise by which a state's share may differ inside one class."""
-SHOWN_RANGES = 6
-"""Runs of rank numbers a class label lists before it elides the middle ones."""
 DISTINCT_OTHERS = 5.0
 """Percent: a class's distinctive function takes less than this on the other ranks."""
-_NUMBERED = re.compile(r"(.*?)(\d+)\Z")
 
 
 def analyze_job(
@@ -79,26 +85,38 @@ def analyze_job(
 ) -> JobReport:
     """The whole-job report from each rank's (name, stats) (see the module doc)."""
     names = tuple(step_names)
-    views = sorted((rank_view(n, s, names) for n, s in ranks), key=lambda v: natural(v.name))
+    views = [rank_view(n, well_formed(s), names) for n, s in ranks]
+    views = sorted(with_peer_threads(views, names), key=lambda v: natural(v.name))
     straggler = find_straggler(views)
     return {
         "ranks": [rank_row(v) for v in views],
         "straggler": straggler,
         "classes": rank_classes(views),
-        "findings": job_findings(views, straggler),
+        "findings": job_findings(views, straggler, find_stuck(views)),
     }
 
 
-def natural(name: str) -> tuple[str, int, str]:
-    """Sort key: `rank-2` before `rank-10`."""
-    match = _NUMBERED.match(name)
-    return (match.group(1), int(match.group(2)), name) if match else (name, -1, name)
+def with_peer_threads(views: list[RankView], names: tuple[str, ...]) -> list[RankView]:
+    """Ranks without step threads take the threads named as most other ranks' collective
+    step threads (module doc); the others are kept as they are."""
+    found = Counter(
+        t["name"] for v in views if v.detected_by == "collective" for t in v.threads if t["name"]
+    )
+    if names or not found:
+        return views
+    peer = found.most_common(1)[0][0]
+    return [
+        rank_view(v.name, v.stats, (peer,))._replace(detected_by="peers")
+        if v.detected_by == "none" and any(t["name"] == peer for t in v.stats["threads"])
+        else v
+        for v in views
+    ]
 
 
 def rank_row(view: RankView) -> JobRank:
     threads = [
-        {k: t.get(k) for k in ("name", "tid", "samples", "percent", "states", "active_percent")}
-        for t in view.stats.get("threads") or []
+        {k: t[k] for k in ("name", "tid", "samples", "percent", "states", "active_percent")}
+        for t in view.stats["threads"]
     ]
     return {
         "name": view.name,
@@ -223,36 +241,14 @@ def _merged_functions(group: Sequence[RankView]) -> dict[str, tuple[int, str]]:
     return merged
 
 
-def ranks_label(names: Sequence[str]) -> str:
-    """`ranks 0-2, 5` for numbered names sharing a prefix (`21 ranks: 1, 4, 7, …, 61`
-    past SHOWN_RANGES runs); else the names (8 at most)."""
-    matches = [_NUMBERED.match(n) for n in names]
-    prefixes = {m.group(1) for m in matches if m}
-    if len(prefixes) == 1 and all(matches):
-        numbers = sorted(int(m.group(2)) for m in matches if m)
-        parts = _ranges(numbers)
-        if len(parts) > SHOWN_RANGES:
-            shown = ", ".join(parts[: SHOWN_RANGES - 1])
-            return f"{len(numbers)} ranks: {shown}, …, {parts[-1]}"
-        return f"{'ranks' if len(numbers) > 1 else 'rank'} {', '.join(parts)}"
-    shown = ", ".join(names[:8])
-    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-
-
-def _ranges(numbers: list[int]) -> list[str]:
-    parts, start = [], numbers[0]
-    for prev, cur in zip(numbers, [*numbers[1:], None], strict=True):
-        if cur != prev + 1:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = cur if cur is not None else start
-    return parts
-
-
 # --- findings ---
 
 
-def job_findings(views: Sequence[RankView], straggler: Straggler | None) -> list[Finding]:
-    """Rules on all ranks' step threads added up, and per rank (see the module doc)."""
+def job_findings(
+    views: Sequence[RankView], straggler: Straggler | None, stuck: Stuck | None = None
+) -> list[Finding]:
+    """Rules on all ranks' step threads added up, and per rank, then `stuck` or else
+    `straggler` (see the module doc)."""
     if not views:
         return []
     per_rank = {v.name: findings_for_threads(v.stats, v.threads) for v in views}
@@ -272,7 +268,9 @@ def job_findings(views: Sequence[RankView], straggler: Straggler | None) -> list
             named = (with_busy_thread(base, v.stats, v.threads, v.name) for v in ordered)
             base = next((f for f in named if f is not base), base)
         found.append({**base, "ranks": holders or [v.name for v in views]})
-    if straggler is not None:
+    if stuck is not None:
+        found.append(stuck_finding(stuck))
+    elif straggler is not None:
         found.append(straggler_finding(views, straggler))
     return rank_findings(found)
 

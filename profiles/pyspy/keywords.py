@@ -3,9 +3,10 @@
 A keyword is text; its form says how it matches a frame `name (location)`:
 - `TEXT`: the frame text (name and location) contains TEXT (case-sensitive);
 - `=NAME`: the function name (the text before ` (location)`) is exactly NAME;
-- `re:REGEX`: Python regular expression searched in the function name
-  (`re:^pthread_cond_(timed)?wait$`); one that matches the empty name or can
-  backtrack catastrophically (`re:^(a+)+$`, regex_safety.py) is refused;
+- `re:REGEX`: regular expression searched in the function name
+  (`re:^pthread_cond_(timed)?wait$`), run on RE2 in time linear in the name
+  (linear_regex.py: Python's syntax less lookaround and backreferences); one
+  that matches the empty name, or that RE2 does not take, is refused;
 - any of these, then ` under ` and a second one: the frame matches only when its
   direct caller (the frame above it) matches the second. The caller may also be
   the word `python`: a Python frame or a frame of the interpreter itself
@@ -19,13 +20,12 @@ So `gil: re:^pthread_cond_timedwait$ under python` listed before
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import NamedTuple
 
 from .errors import ProfileError
 from .frames import is_interpreter, is_python, split_location
-from .regex_safety import backtracking_problem
+from .linear_regex import LinearPattern, UnsupportedPattern
 
 UNDER = " under "
 PYTHON_CALLER = "python"
@@ -43,7 +43,7 @@ class Pattern(NamedTuple):
 
     text: str
     kind: str
-    regex: re.Pattern[str] | None = None
+    regex: LinearPattern | None = None
 
     def matches(self, frame: str) -> bool:
         if self.kind == "substring":
@@ -54,7 +54,7 @@ class Pattern(NamedTuple):
         if self.kind == "python":
             return is_python(frame) or is_interpreter(frame)
         assert self.regex is not None
-        return self.regex.search(name) is not None
+        return self.regex.search(name)
 
     def needle(self) -> str | None:
         """Text every matching frame contains (for a fast pre-filter), if there is one."""
@@ -90,16 +90,11 @@ def _pattern(whole: str, text: str, caller: bool) -> Pattern:
         return Pattern(text, "python")
     if text.startswith("re:"):
         try:
-            regex = re.compile(text[3:])
-        except (re.error, RecursionError, OverflowError) as exc:
+            regex = LinearPattern(text[3:])
+        except UnsupportedPattern as exc:
             raise ProfileError(f"keyword {whole!r}: bad regular expression ({exc})") from None
         if not text[3:] or regex.search(""):
             raise ProfileError(f"keyword {whole!r}: the regular expression matches every name")
-        if problem := backtracking_problem(text[3:]):
-            raise ProfileError(
-                f"keyword {whole!r}: the regular expression can take exponential time on a "
-                f"long frame name ({problem}); write it without that"
-            )
         return Pattern(text[3:], "regex", regex)
     if text.startswith("="):
         if not text[1:].strip():

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from itertools import compress, islice
 
 from .keywords import Keyword, Rule, parse_keyword
+from .linear_regex import PatternSet, UnsupportedPattern
 from .profile import Profile
 
 NO_PYTHON_FRAME = "(no Python frame)"
@@ -109,10 +110,10 @@ def matcher_for(profile: Profile, keywords: tuple[Keyword, ...]) -> KeywordMatch
 def _candidate_masks(profile: Profile, rules: list[Rule]) -> list[int]:
     """Per distinct frame, the keywords whose own pattern matches it.
 
-    Two alternations find the few frames that can match: one of the plain texts
-    over the whole frame, one of the regexes over the function name (searched up to
-    the ` (location)` with `endpos`, so `$` anchors at the name's end without
-    slicing). Only those frames are tested keyword by keyword.
+    Two passes find the few frames that can match: an alternation of the plain texts
+    over the whole frame, and the regexes as one RE2 set over the function name (up
+    to the ` (location)`, so `$` anchors at the name's end). Only those frames are
+    tested keyword by keyword.
     """
     masks = [0] * len(profile.frames)
     if not rules:
@@ -120,11 +121,11 @@ def _candidate_masks(profile: Profile, rules: list[Rule]) -> list[int]:
     synthetic = profile.frame_info().synthetic
     texts = [re.escape(n) for r in rules if (n := r.match.needle()) is not None]
     by_text = re.compile("|".join(texts)).search if texts else None
-    by_name = _name_regex(rules)
+    by_name = _name_regexes(rules)
     for fid, name in enumerate(profile.frames):
         if synthetic[fid]:
             continue
-        if not ((by_text and by_text(name)) or (by_name and by_name(name, 0, _name_end(name)))):
+        if not ((by_text and by_text(name)) or (by_name and by_name(name[: _name_end(name)]))):
             continue
         for bit, rule in enumerate(rules):
             if rule.match.matches(name):
@@ -132,14 +133,16 @@ def _candidate_masks(profile: Profile, rules: list[Rule]) -> list[int]:
     return masks
 
 
-def _name_regex(rules: list[Rule]) -> Callable[[str, int, int], object] | None:
-    patterns = [r.match.regex for r in rules if r.match.regex is not None]
+def _name_regexes(rules: list[Rule]) -> Callable[[str], object] | None:
+    """Whether any `re:` keyword matches a function name: one pass of an RE2 set."""
+    patterns = [r.match.regex.pattern for r in rules if r.match.regex is not None]
     if not patterns:
         return None
-    try:  # one alternation; groups of different patterns may clash, then test each
-        return re.compile("|".join(f"(?:{p.pattern})" for p in patterns)).search
-    except re.error:
-        return lambda text, pos, end: any(p.search(text, pos, end) for p in patterns)
+    try:
+        return PatternSet(patterns).matching
+    except UnsupportedPattern:  # together past RE2's memory limit: each on its own
+        regexes = [r.match.regex for r in rules if r.match.regex is not None]
+        return lambda name: any(regex.search(name) for regex in regexes)
 
 
 def _name_end(frame: str) -> int:

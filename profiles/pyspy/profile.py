@@ -160,8 +160,8 @@ class ProfileBuilder:
         self.first_on_path = bytearray(1)
         self.skipped_lines = 0
 
-    def add(self, stack: Sequence[str], count: int) -> None:
-        """Add `count` samples of one stack given root first."""
+    def add(self, stack: Sequence[str], count: int) -> int:
+        """Add `count` samples of one stack given root first; returns its leaf node."""
         ids = list(map(self._intern.__getitem__, stack))
         parent, frame, get = self.parent, self.frame, self._children.get
         size = len(parent)
@@ -178,6 +178,7 @@ class ProfileBuilder:
                 break
             node = child
         self.self_count[node] += count
+        return node
 
     def _grow(self, node: int, pos: int, ids: list[int]) -> int:
         """Create the nodes for ids[pos:] below `node` (all new); returns the leaf.

@@ -148,7 +148,10 @@ def explain(rank: RankView, others: Sequence[RankView]) -> list[Explanation]:
 
 
 def _difference(frame: str, mine: tuple[int, int], theirs: tuple[int, int]) -> Explanation | None:
-    """The item when mine exceeds theirs by EXPLAIN_MIN points, beyond noise."""
+    """The item when mine exceeds theirs by EXPLAIN_MIN points, beyond noise; None when
+    either side has no samples (nothing to compare with)."""
+    if mine[1] <= 0 or theirs[1] <= 0:
+        return None
     low, high = newcombe_interval(theirs, mine)
     percent, others = 100 * mine[0] / mine[1], 100 * theirs[0] / theirs[1]
     if low <= 0 or percent - others < EXPLAIN_MIN or frame == NO_USER_FRAME:

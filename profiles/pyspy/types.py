@@ -226,16 +226,29 @@ class Straggler(TypedDict):
     explanation: list[Explanation]
 
 
+class JobThread(TypedDict):
+    """A thread of a rank as the job report lists it: ThreadStat without `pid`."""
+
+    name: str
+    tid: int | str
+    samples: int
+    percent: float
+    states: list[StateStat]
+    active_percent: float | None
+
+
 class JobRank(TypedDict):
     """One rank: its step threads' states added up (`states`, percent of `samples`) and
-    every thread as the capture's stats list it (with `states`, `active_percent`)."""
+    every thread as the capture's stats list it (with `states`, `active_percent`).
+    `detected_by` says how its step threads were found (findings.step_threads), or
+    "peers": by the name of the other ranks' step threads (job.py)."""
 
     name: str
     step_threads: list[str]
     detected_by: str
     samples: int
     states: list[StateStat]
-    threads: list[ThreadStat]
+    threads: list[JobThread]
 
 
 class JobClass(TypedDict):
@@ -250,3 +263,51 @@ class JobReport(TypedDict):
     straggler: Straggler | None
     classes: list[JobClass]
     findings: list[Finding]
+
+
+# --- whole-job dump (owned by stacks.py) ---
+
+
+class StacksVerdict(TypedDict):
+    """Is the job stuck, and where: `odd` the ranks that stand apart, `user_frame` and
+    `state` where they stand (where the biggest class stands when none does), and one
+    sentence for the engineer who was paged."""
+
+    kind: Literal["stuck", "progressing", "unclear"]
+    odd: list[str]
+    explanation: str
+    user_frame: str | None
+    state: str | None
+
+
+class StacksClass(TypedDict):
+    """Ranks whose step thread stands at the same call path in its last dump. `frames`
+    root→leaf as the record formats write them (`name (file:line)`), unsymbolised native
+    addresses left out; `moving`: some rank's step thread changed between its dumps."""
+
+    ranks: list[str]
+    thread: str
+    user_frame: str | None
+    state: str
+    frames: list[str]
+    moving: bool
+
+
+class StacksRank(TypedDict):
+    """One rank's step thread (`thread`: its name, or its tid when unnamed; "" when the
+    dump had no thread) in its last dump, and how many dumps it gave."""
+
+    name: str
+    thread: str
+    user_frame: str | None
+    state: str
+    moving: bool
+    dumps: int
+
+
+class Stacks(TypedDict):
+    """A whole-job dump's verdict, classes (biggest first) and ranks (natural order)."""
+
+    verdict: StacksVerdict
+    classes: list[StacksClass]
+    ranks: list[StacksRank]

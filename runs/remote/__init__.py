@@ -9,6 +9,8 @@
   into SIGINT for py-spy, which then writes its samples) and kills only after a
   grace period.
 - `ops`: `record`, `dump`, `check_host`, `list_processes`, `alive_pids`, built on the two.
+- `dumps`: `dump_many`, `py-spy dump --json` of several PIDs of one host, repeated, in
+  one session (whole-job dumps), and its script builder `dump_many_script`.
 - `many`: `record_many`, several PIDs of one host in one session started by one
   `go` (whole-job captures), and its script builder `record_many_script`.
 
@@ -34,6 +36,7 @@ from .build import (
     ssh_argv,
     wrap,
 )
+from .dumps import Dump, PidDumps, dump_many, dump_many_script
 from .many import ManyResult, Session, record_many, record_many_script
 from .model import (
     CAUSE_LABELS,
@@ -57,7 +60,9 @@ __all__ = [
     "PYSPY_MISSING",
     "READY",
     "Completed",
+    "Dump",
     "DumpResult",
+    "PidDumps",
     "HostCheck",
     "ManyResult",
     "Session",
@@ -74,6 +79,8 @@ __all__ = [
     "classify",
     "dump",
     "dump_argv",
+    "dump_many",
+    "dump_many_script",
     "guard",
     "list_processes",
     "parse_ps",

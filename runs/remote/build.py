@@ -281,6 +281,7 @@ _HOST_CAUSES: list[tuple[str, Cause]] = [
     (r"(?i)permission denied|operation not permitted|ptrace|SYS_PTRACE", "permission"),
     (r"Failed to get process executable name|No such process", "no_such_pid"),
     (r"Unsupported version of Python", "python_unsupported"),
+    (r"Failed to find python version", "not_python"),
 ]
 # ssh's words when an established session dies under the running command.
 _CONNECTION_LOST = re.compile(

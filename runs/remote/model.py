@@ -14,7 +14,7 @@ Transport = Literal["local", "ssh"]
 Cause = Literal[
     "unreachable", "auth", "hostkey_unknown", "hostkey_changed", "pyspy_missing",
     "permission", "no_such_pid", "bound_exceeded", "exec_prefix", "connection_lost",
-    "host_config", "python_unsupported", "unknown",
+    "host_config", "python_unsupported", "not_python", "unknown",
 ]  # fmt: skip
 
 READY = "@@flamedeck-ready@@"  # printed to stderr once the script runs on the host
@@ -169,6 +169,9 @@ MESSAGES: dict[str, str] = {
     "host_config": "the host's settings cannot be turned into a command",
     "python_unsupported": "this py-spy cannot read the target's Python version: upgrade "
     "py-spy on the host (`pip install -U py-spy`)",
+    "not_python": "the process is not a Python interpreter py-spy can read (a launcher, a "
+    "shell or a native helper): attach the Python process itself, e.g. the training "
+    "script's PID rather than its wrapper's",
     "unknown": "the remote command failed",
 }
 TRANSIENT_CAUSES = frozenset({"unreachable", "connection_lost"})
@@ -186,6 +189,7 @@ CAUSE_LABELS: dict[str, str] = {
     "exec_prefix": "exec prefix failed",
     "host_config": "unusable host settings",
     "python_unsupported": "Python too new for py-spy",
+    "not_python": "not a Python process",
     "unknown": "remote command failed",
 }
 

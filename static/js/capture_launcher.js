@@ -113,9 +113,16 @@
     };
   }
 
+  // A setting left at the table's default is not sent: the server fills it in, and
+  // on flamedeck's own processes its defaults differ (non-blocking; docs/security.md).
+  const changedOnly = (settings) => Object.fromEntries(Object.entries(settings).filter(([name, value]) => {
+    const s = ctx.schema.settings.find((x) => x.name === name);
+    return !s || s.default !== value;
+  }));
+
   async function launch(target, settings) {
     const where = target.process ? { process: target.process } : { host: String(target.host), pid: target.pid, run: ctx.run };
-    const body = Object.assign(where, settings);
+    const body = Object.assign(where, changedOnly(settings));
     const created = await fd.fetchJson("/api/captures/", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     });

@@ -56,8 +56,15 @@
     return el("td", { class: "num rounds", "data-cell": "samples", title: ROUNDS_TITLE }, `≈ ${row.samples_estimated} rounds`);
   }
 
+  // Each rank's step threads in the states of "What the job says" (stored at analysis;
+  // keyword sets stay a lens of the capture page, not of this table).
+  function stateCell(row, state) {
+    if (row.status === "failed" || !Object.keys(row.states || {}).length) return el("td", { class: "num" }, dash);
+    return el("td", { class: "num", "data-state": state }, fmt(row.states[state] || 0));
+  }
+
   function processRows(page) {
-    const columns = 5 + page.categories.length;
+    const columns = 5 + page.states.length;
     // The stored report's straggler (what it does more is said above, in the report).
     const report = page.report || {};
     const straggler = report.ready && report.straggler ? (report.urls || {})[report.straggler.name] : null;
@@ -70,7 +77,7 @@
         el("td", { class: "num", "data-cell": "elapsed", title: row.attaching ? ATTACHING_TITLE : null }, elapsedText(row)),
         lagCell(row),
         samplesCell(row),
-        ...page.categories.map((name) => el("td", { class: "num" }, row.status === "failed" || !(name in row.shares) ? dash : fmt(row.shares[name]))));
+        ...page.states.map((state) => stateCell(row, state)));
       if (row.status !== "failed") return [main];
       const cause = el("tr", { class: "cause", "data-cause-of": String(row.id) },
         el("td", { colspan: String(columns) }, el("strong", {}, "Why " + row.label + " failed" + (row.error_cause ? " (" + row.error_cause + ")" : "") + ": "), row.error || "no reason was recorded"));
@@ -80,7 +87,8 @@
 
   function renderTable(page) {
     const head = el("thead", {}, el("tr", {}, el("th", {}, "process"), el("th", {}, "status"), el("th", { class: "num" }, "elapsed"),
-      el("th", {}, "lag"), el("th", { class: "num" }, "samples"), ...page.categories.map((name) => el("th", { class: "num" }, `${name} %`))));
+      el("th", {}, "lag"), el("th", { class: "num" }, "samples"),
+      ...page.states.map((state) => el("th", { class: "num", title: "percent of the step threads' samples" }, fd.evidence.stateKey(state), " %"))));
     document.getElementById("group-table").replaceChildren(head, el("tbody", {}, ...processRows(page)));
   }
 

@@ -130,9 +130,11 @@
     const box = $("job-report");
     if (!box || !report) return;
     if (!report.ready) {
-      box.replaceChildren(el("p", { class: "muted", id: "report-reason" }, `No verdict yet: ${report.reason}.`));
+      const said = report.failed ? `No verdict: ${report.reason}.` : `No verdict yet: ${report.reason}.`;
+      box.replaceChildren(el("p", { class: report.failed ? "error" : "muted", id: "report-reason" }, said));
       return;
     }
+    if (report.kind === "dump") { fd.groupStacks.render(box, report); return; }
     const key = JSON.stringify(report);
     if (box.dataset.key === key) return; // the live poll redraws only what changed
     box.dataset.key = key;
@@ -143,7 +145,7 @@
 
   // Once every rank has ended, the report may still be being stored: keep asking a while.
   function awaited(report) {
-    return Boolean(report && !report.ready && report.ended && ++polls <= REPORT_POLLS);
+    return Boolean(report && !report.ready && report.ended && !report.failed && ++polls <= REPORT_POLLS);
   }
 
   fd.groupEvidence = { render, awaited };

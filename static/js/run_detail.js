@@ -44,7 +44,7 @@
     const body = await fd.fetchJson(data.aliveUrl, { method: "POST" });
     for (const p of body.processes) {
       const row = document.querySelector(`tr[data-process="${p.id}"]`);
-      if (!row) continue;
+      if (!row || p.replaced_at) continue; // replaced by a later launch: the page says so
       row.classList.toggle("exited", p.alive === false);
       row.querySelector("[data-cell=alive]").replaceChildren(aliveMark(p));
       // An exited process offers no capture: py-spy would only find no such PID.
@@ -69,6 +69,23 @@
   const dataNode = document.getElementById("capture-all-data");
   if (!captureAll || !dataNode) return;
   const ctx = JSON.parse(dataNode.textContent);
+
+  // "Dump all ranks": the first button to press when a job hangs, so it asks nothing.
+  const dumpAll = document.getElementById("dump-all");
+  if (dumpAll) {
+    dumpAll.addEventListener("click", async () => {
+      dumpAll.disabled = true;
+      const note = document.getElementById("alive-note");
+      try {
+        const body = JSON.stringify({ kind: "dump", repeat: 3, interval: 1 });
+        const group = await fd.fetchJson(ctx.captureUrl, { method: "POST", headers: { "Content-Type": "application/json" }, body });
+        window.location.assign(`/groups/${group.id}/`);
+      } catch (err) {
+        note.textContent = `Could not dump the ranks: ${err.message}`;
+        dumpAll.disabled = false;
+      }
+    });
+  }
   const dialog = document.getElementById("capture-all-dialog");
   const dialogForm = document.getElementById("capture-all-form");
   const problem = document.getElementById("capture-all-error");

@@ -101,6 +101,20 @@
     links.append("title").text((d) => describe(d.series, d.point));
   }
 
+  // A run's launches: a dashed rule where each began (a role keeps its line across them).
+  function drawLaunches(svg, s, launches) {
+    const [from, to] = s.x.domain();
+    const shown = launches.filter((l) => new Date(l.start) >= from && new Date(l.start) <= to);
+    const marks = svg.selectAll("g.launch-mark").data(shown).join("g").attr("class", "launch-mark")
+      .attr("data-launch", (l) => l.number);
+    const x = (l) => s.x(new Date(l.start));
+    marks.append("line").attr("x1", x).attr("x2", x).attr("y1", MARGIN.top).attr("y2", HEIGHT - MARGIN.bottom)
+      .attr("stroke", "#868e96").attr("stroke-dasharray", "3 3");
+    marks.append("text").attr("x", (l) => x(l) + 3).attr("y", MARGIN.top + 10).attr("class", "launch-label")
+      .attr("font-size", 10).attr("fill", "#495057").text((l) => l.label);
+    marks.append("title").text((l) => `${l.label} began ${new Date(l.start).toLocaleString()}`);
+  }
+
   function legend(series, s) {
     const entries = series.map((item) => {
       const swatch = el("i", { class: item.kind === "job" ? "job" : "" });
@@ -169,6 +183,7 @@
     const svg = d3.select(box).append("svg").attr("width", width).attr("height", HEIGHT)
       .attr("class", "trend-svg").attr("role", "img");
     drawAxes(svg, s, box.parentNode.dataset.xLabel || "");
+    drawLaunches(svg, s, state.data.launches || []);
     drawSeries(svg, series, s);
     box.append(legend(series, s));
   }

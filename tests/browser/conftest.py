@@ -95,3 +95,16 @@ def open_tab(contexts, live_server, client):
         e for tab in tabs for e in tab.errors if "favicon" not in e and "status of 40" not in e
     ]
     assert not errors, errors
+
+
+@pytest.fixture
+def running_pid():
+    """A process that runs (and is no process of flamedeck's own, which operators may
+    not capture: runs.own_processes), for capture buttons to start on."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()

@@ -3,8 +3,6 @@ is served (runs/capture_settings.py): each setting's help as a tooltip that keyb
 and screen readers get, the pair py-spy refuses caught before a request, and the
 capture buttons of a run following what "Capture all" remembered on it."""
 
-import os
-
 import pytest
 from playwright.sync_api import expect
 
@@ -25,10 +23,10 @@ def no_enqueue(monkeypatch):
 
 
 @pytest.fixture
-def live_run():
-    """A run whose one process is alive on the local host (this test process)."""
+def live_run(running_pid):
+    """A run whose one process is alive on the local host."""
     run = factories.run("settings-run")
-    RunProcess.objects.create(run=run, host=factories.local_host(), pid=os.getpid(), role="r0")
+    RunProcess.objects.create(run=run, host=factories.local_host(), pid=running_pid, role="r0")
     return run
 
 

@@ -1,7 +1,5 @@
 """What the pages say when things fail: a broker that is down, a host not reached."""
 
-import os
-
 import pytest
 from playwright.sync_api import expect
 
@@ -13,10 +11,12 @@ from tests.support.sshd import free_port
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_capture_buttons_say_the_queue_is_unavailable_when_the_broker_is_down(open_tab, owner):
+def test_capture_buttons_say_the_queue_is_unavailable_when_the_broker_is_down(
+    open_tab, owner, running_pid
+):
     run = Run.objects.create(name="job", status="running")
-    # A process that runs (this test's own), so "Capture all" has something to start.
-    run.processes.create(host=Host.objects.get(name="local"), pid=os.getpid(), role="rank-0")
+    # A process that runs, so "Capture all" has something to start.
+    run.processes.create(host=Host.objects.get(name="local"), pid=running_pid, role="rank-0")
     tab = open_tab(owner)
     page = tab.goto(f"/runs/{run.pk}/")
     with broker_url(f"redis://127.0.0.1:{free_port()}/0"):

@@ -15,6 +15,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from profiles import enqueue, group_report, jobs, pyspy, services
+from profiles.analysis import stored_step_threads
 from profiles.models import Capture
 from runs import services as run_services
 from runs.models import Host, Run, RunProcess
@@ -39,6 +40,7 @@ def _raw(compute: int, wait: int) -> list[str]:
 
 def _finish(capture: Capture, compute: int, wait: int) -> None:
     stats = pyspy.analyze(pyspy.parse_raw_lines(_raw(compute, wait)))
+    stats["step_threads"] = stored_step_threads(stats, ())  # as the analysis step stores it
     tree = stats.pop("flamegraph")
     capture.flamegraph_file.save(
         "fg.json.gz", ContentFile(gzip.compress(json.dumps(tree).encode()))
@@ -108,8 +110,14 @@ def test_the_group_page_follows_its_processes_to_the_end_without_a_reload(
     expect(first_samples).to_have_text("400 (≈ 200 rounds)")
     expect(first_samples).to_have_attribute("title", re.compile("one sample per thread per round"))
     failed_row = table.locator(f"tr[data-capture='{failed.pk}']")
-    # elapsed, lag, samples and the two categories with samples (launch, comm)
+    # elapsed, lag, samples and the two states the step threads are in (issue 38: the
+    # words of "What the job says", not the keyword lens's launch/comm categories)
     expect(failed_row.locator("td.num")).to_have_text(["—"] * 5)
+    expect(table.locator("thead th.num")).to_have_text(
+        ["elapsed", "samples", "GPU launch %", "collective %"]
+    )
+    first_row = table.locator(f"tr[data-capture='{captures[0].pk}'] td[data-state]")
+    expect(first_row).to_have_text(["25.0", "75.0"])
     cause = table.locator(f"tr.cause[data-cause-of='{failed.pk}']")
     expect(cause).to_contain_text("<b>no such pid</b>")  # shown as text, not markup
     expect(page.locator("#group-table b")).to_have_count(0)
@@ -136,11 +144,11 @@ def test_the_group_page_follows_its_processes_to_the_end_without_a_reload(
 
 
 def test_capture_all_asks_first_remembers_its_settings_and_skips_exited(
-    open_tab, owner, no_enqueue
+    open_tab, owner, no_enqueue, running_pid
 ):
     run = Run.objects.create(name="job-ask")
     local = Host.objects.get(name="local")
-    RunProcess.objects.create(run=run, host=local, pid=os_pid(), role="rank-0")
+    RunProcess.objects.create(run=run, host=local, pid=running_pid, role="rank-0")
     RunProcess.objects.create(run=run, host=local, pid=dead_pid(), role="rank-1")
     page = open_tab(owner).goto(f"/runs/{run.pk}/")
     expect(page.locator("tr.exited")).to_have_count(1)  # the page asked the host
@@ -243,12 +251,6 @@ def test_capture_rows_follow_a_running_capture_after_a_reload(open_tab, teammate
     expect(samples).to_have_text("200")  # the result's samples, no longer called rounds
     expect(samples).to_have_attribute("title", "")
     expect(row.locator("[data-cell=categories]")).to_contain_text("comm 75.0%")
-
-
-def os_pid() -> int:
-    import os
-
-    return os.getpid()
 
 
 def dead_pid() -> int:

@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from config.params import PID_MAX, parse_id, parse_int, parse_pid
+from config.params import PID_MAX, parse_float, parse_id, parse_int, parse_pid
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,18 @@ def test_the_error_names_the_field():
     with pytest.raises(ValidationError) as info:
         parse_int("x", name="max_nodes")
     assert "max_nodes" in info.value.message_dict
+
+
+@pytest.mark.parametrize(
+    "value", ["٣", "1_0", "nan", "inf", "1e3", "", True, None, [], float("nan"), 2**63, 1e308]
+)
+def test_a_number_is_finite_plain_ascii_and_in_range(value):
+    with pytest.raises(ValidationError) as info:
+        parse_float(value, name="hours", minimum=0, maximum=720)
+    assert "hours" in info.value.message_dict
+
+
+def test_it_accepts_numbers_and_decimal_strings():
+    assert parse_float("2.5", name="n", minimum=0, maximum=10) == 2.5
+    assert parse_float(3, name="n", minimum=0, maximum=10) == 3.0
+    assert parse_float(" -1 ", name="n", minimum=-2, maximum=0) == -1.0

@@ -97,6 +97,14 @@ def test_figures_that_change_live_only_on_the_figures_page():
     assert SESSION_FIGURES.search((ROOT / "docs" / "figures.md").read_text(encoding="utf-8"))
 
 
+# The newest figure of each measurement, one row each; earlier ones live in git.
+FIGURES_MAX_BYTES = 20 * 1024
+
+
+def test_the_figures_page_keeps_current_figures_not_a_log():
+    assert len((ROOT / "docs" / "figures.md").read_bytes()) <= FIGURES_MAX_BYTES
+
+
 def test_make_docs_builds_strict_and_never_quiet():
     """`--quiet` hides the warnings `--strict` counts: the build would pass anything."""
     recipe = subprocess.run(

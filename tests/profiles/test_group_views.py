@@ -101,6 +101,38 @@ def test_the_group_page_shows_each_process_and_no_verdict_from_category_shares(
     assert [p["gpu"]["gpus"][0]["index"] for p in data["processes"]] == [0, 0, 0]
 
 
+def test_the_processes_table_speaks_states_of_the_step_threads_not_the_keyword_lens(
+    teammate_client, group
+):
+    """Idle queue-feeder threads put "python queue" at 66.7% on every rank in the keyword
+    lens; the table shows what "What the job says" shows: the step threads' states."""
+    for capture in group.captures.order_by("pid"):
+        collective = 40.0 if capture.pid != 102 else 10.0
+        capture.stats = {
+            **capture.stats,
+            "categories": [{"category": "python queue", "samples": 67, "percent": 66.7}],
+            "step_threads": {
+                "tids": ["11"],
+                "names": ["MainThread"],
+                "detected_by": "collective",
+                "samples": 100,
+                "states": [
+                    {"state": "compute", "samples": 100 - collective, "percent": 100 - collective},
+                    {"state": "collective", "samples": collective, "percent": collective},
+                ],
+            },
+        }
+        capture.save()
+    data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
+    assert data["states"] == ["compute", "collective"] and "categories" not in data
+    assert [row["states"] for row in data["rows"]] == [
+        {"compute": 60.0, "collective": 40.0},
+        {"compute": 60.0, "collective": 40.0},
+        {"compute": 90.0, "collective": 10.0},
+    ]
+    assert all("shares" not in row for row in data["rows"])
+
+
 def test_a_failed_process_shows_no_numbers_only_its_cause(teammate_client, group):
     failed = group.captures.order_by("pid").last()
     failed.status, failed.stats = "failed", None
@@ -112,7 +144,7 @@ def test_a_failed_process_shows_no_numbers_only_its_cause(teammate_client, group
     assert failed.wall_s
     data = teammate_client.get(f"/api/groups/{group.pk}/live/").json()
     row = data["rows"][2]
-    assert (row["samples"], row["elapsed_s"], row["behind_s"], row["shares"]) == (
+    assert (row["samples"], row["elapsed_s"], row["behind_s"], row["states"]) == (
         None,
         None,
         None,
@@ -251,6 +283,7 @@ def test_no_verdict_while_a_rank_is_still_running_only_the_reason(teammate_clien
         "ready": False,
         "ended": False,
         "reason": "1 of 3 ranks have not ended: no verdict until every rank's samples are analysed",
+        "failed": False,
     }
 
 

@@ -14,28 +14,6 @@ from tests.support.workload import pyspy_running, start_workload
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def two_hosts(tmp_path):
-    from tests.support.requirements import require_sshd
-    from tests.support.sshd import SSHServer
-
-    require_sshd()
-    servers = [SSHServer().start(), SSHServer().start()]
-    config, known = tmp_path / "ssh_config", tmp_path / "known_hosts"
-    known.write_text("".join(s.known_hosts.read_text() for s in servers))
-    config.write_text(
-        "".join(
-            f"Host node-{name}\n  HostName 127.0.0.1\n  Port {s.port}\n  User root\n"
-            f"  IdentityFile {s.client_key}\n  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n"
-            "  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
-            for name, s in zip("ab", servers, strict=True)
-        )
-    )
-    yield servers, config
-    for server in servers:
-        server.cleanup()
-
-
 def _two_node_run(pids: tuple[int, int]) -> Run:
     """Each "node" samples a process of its own: both are this machine, and two py-spy
     on one PID interfere (see the fault matrix), which no real two-node job does."""

@@ -166,3 +166,105 @@ def test_answers_have_the_shapes_the_schema_gives(owner_client, rank, baseline):
     assert_answer_matches(spec, owner_client, "get", detail, "/api/watches/{id}/")
     assert_answer_matches(spec, owner_client, "get", "/api/watches/", "/api/watches/")
     assert_answer_matches(spec, owner_client, "patch", detail, "/api/watches/{id}/", snooze_hours=1)
+
+
+BAD_IDS = [99999999999999999999999, 2**63, 2**63 - 1, 0, -1, "²", "1e3", 1.5, True, None, "x"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_a_bad_alert_id_is_a_400_naming_acknowledge_and_nothing_is_saved(owner_client, watch, bad):
+    alert = Alert.objects.create(watch=watch, key="state:idle", label="idle", direction=1)
+    body = {"min_effect_points": 7.5, "snooze_hours": 3, "acknowledge": [alert.pk, bad]}
+    response = owner_client.patch(
+        f"/api/watches/{watch.pk}/", body, content_type="application/json"
+    )
+    assert response.status_code == 400 and "acknowledge" in response.json(), response.content
+    watch.refresh_from_db()
+    assert watch.min_effect_points == 2.0 and not watch.snoozed
+    assert Alert.objects.get(pk=alert.pk).status == "open"
+
+
+def test_another_watchs_alert_is_a_400_and_the_rest_of_the_change_is_undone(
+    owner_client, watch, rank
+):
+    other_run = factories.run("other")
+    their_rank = factories.process(other_run, "rank-0", pid=5)
+    theirs = factories.watch(factories.capture(their_rank, factories.state_stats(5000)))
+    foreign = Alert.objects.create(watch=theirs, key="state:idle", label="idle", direction=1)
+    newer = factories.capture(rank, factories.state_stats(5000), minutes_ago=1)
+    body = {"baseline": newer.pk, "min_effect_points": 7.5, "acknowledge": [foreign.pk]}
+    response = owner_client.patch(
+        f"/api/watches/{watch.pk}/", body, content_type="application/json"
+    )
+    assert response.status_code == 400 and f"no alert {foreign.pk}" in str(response.json())
+    watch.refresh_from_db()
+    assert watch.baseline_id != newer.pk and watch.min_effect_points == 2.0
+    assert Alert.objects.get(pk=foreign.pk).status == "open"
+
+
+def test_a_baseline_of_another_run_or_role_is_a_400_on_create_and_change(
+    owner_client, rank, baseline, watch
+):
+    other_run = factories.run("unrelated")
+    elsewhere = factories.capture(
+        factories.process(other_run, "rank-0", pid=7), factories.state_stats(5000)
+    )
+    other_role = factories.capture(
+        factories.process(rank.run, "rank-1", pid=8), factories.state_stats(5000)
+    )
+    for capture in (elsewhere, other_role):
+        created = owner_client.post(
+            "/api/watches/",
+            {"run": rank.run.pk, "role": "rank-2", "baseline": capture.pk},
+            content_type="application/json",
+        )
+        assert created.status_code == 400 and "baseline" in created.json(), created.content
+        changed = owner_client.patch(
+            f"/api/watches/{watch.pk}/", {"baseline": capture.pk}, content_type="application/json"
+        )
+        assert changed.status_code == 400 and "baseline" in changed.json(), changed.content
+    assert Watch.objects.get().baseline_id == baseline.pk
+
+
+def test_a_failed_create_leaves_no_target_made_for_its_url(host_admin_client, rank, baseline):
+    elsewhere = factories.capture(
+        factories.process(factories.run("unrelated"), "rank-0", pid=7), factories.state_stats(5000)
+    )
+    response = host_admin_client.post(
+        "/api/watches/",
+        body(rank.run, elsewhere, notify=["json://hooks.example.org/abc"]),
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and "baseline" in response.json()
+    assert not NotifyTarget.objects.exists() and not Watch.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("min_effect_points", True),
+        ("min_effect_points", "٣"),
+        ("min_effect_points", "nan"),
+        ("snooze_hours", "inf"),
+        ("snooze_hours", 1e308),
+        ("min_samples", 2**63),
+        ("baseline", 2**63),
+        ("baseline", -1),
+    ],
+)
+def test_bad_numbers_are_a_400_naming_the_field(owner_client, watch, field, value):
+    response = owner_client.patch(
+        f"/api/watches/{watch.pk}/", {field: value}, content_type="application/json"
+    )
+    assert response.status_code == 400 and field in response.json(), response.content
+
+
+def test_viewers_and_operators_see_targets_by_name_host_admins_a_mask(
+    client, teammate, owner, host_admin, watch
+):
+    NotifyTarget.objects.filter(pk__in=watch.targets.all()).update(url="json://T0KEN@h.example/x")
+    for user, keys in ((teammate, {"name"}), (owner, {"name"}), (host_admin, {"name", "url"})):
+        client.force_login(user)
+        (target,) = client.get(f"/api/watches/{watch.pk}/").json()["notify"]
+        assert set(target) == keys
+    assert target["url"] == "json://…@h.example/…"

@@ -145,3 +145,42 @@ def test_the_admin_never_shows_a_stored_url(host_admin_client, admin_user, clien
     ):
         page = client.get(url)
         assert page.status_code == 200 and SECRET not in page.content.decode()
+
+
+@pytest.mark.parametrize("bad", ["99999999999999999999999", str(2**63), "-1", "²", "x", "0"])
+def test_a_bad_alert_id_on_the_page_is_a_400_naming_it(owner_client, judged, bad):
+    watch, _ = judged
+    url = reverse("watches:watch_acknowledge", args=[watch.pk])
+    response = owner_client.post(url, {"alert": bad})
+    assert response.status_code == 400 and b"alert" in response.content
+    assert watch.alerts.filter(status="open").exists()
+
+
+def test_another_watchs_alert_or_a_baseline_of_another_run_is_a_400(owner_client, judged, rank):
+    watch, _ = judged
+    other = factories.process(factories.run("other"), "rank-0", pid=9)
+    elsewhere = factories.capture(other, factories.state_stats(5000))
+    theirs = factories.watch(elsewhere)
+    foreign = theirs.alerts.create(key="state:idle", label="idle", direction=1)
+    ack = owner_client.post(
+        reverse("watches:watch_acknowledge", args=[watch.pk]), {"alert": foreign.pk}
+    )
+    assert ack.status_code == 400 and f"no alert {foreign.pk}".encode() in ack.content
+    assert theirs.alerts.get().status == "open"
+    form = {"baseline": elsewhere.pk, "min_effect_points": 9, "min_samples": 1000}
+    edit = owner_client.post(reverse("watches:watch_edit", args=[watch.pk]), form)
+    assert edit.status_code == 400 and b"baseline" in edit.content
+    watch.refresh_from_db()
+    assert watch.baseline_id != elsewhere.pk and watch.min_effect_points == 2.0
+    for bad in (str(2**63), "²", "-1"):
+        form["baseline"] = bad
+        response = owner_client.post(reverse("watches:watch_edit", args=[watch.pk]), form)
+        assert response.status_code == 400 and b"baseline" in response.content
+
+
+def test_viewers_and_operators_see_no_target_url_on_any_watch_page(client, owner, judged):
+    watch, _ = judged
+    client.force_login(owner)
+    for url in (reverse("watches:watch_list"), watch.get_absolute_url(), "/watches/targets/"):
+        page = client.get(url).content.decode()
+        assert "h.example" not in page and SECRET not in page, url

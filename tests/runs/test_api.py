@@ -79,6 +79,9 @@ def test_the_run_comes_with_its_processes_and_their_liveness(teammate_client, ru
             "role": "rank-0",
             "alive": False,
             "checked_at": None,
+            "launch": None,
+            "replaced_at": None,
+            "replaced_by": None,
         }
     ]
 

@@ -3,7 +3,6 @@ started as separate Python processes register against a live server."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -88,7 +87,7 @@ def test_the_snippet_does_nothing_without_a_url_and_token():
     assert done.returncode == 0 and done.stdout == "training\n"
 
 
-def test_without_a_run_name_the_ranks_of_one_launcher_share_a_run(live_server, owner):
+def test_without_a_run_name_every_launch_of_the_job_shares_one_run(live_server, owner):
     token = api_token_create(user=owner)[1]
     env = {"FLAMEDECK_URL": live_server.url, "FLAMEDECK_TOKEN": token, "FLAMEDECK_HOST": "local"}
     launcher = (
@@ -105,10 +104,20 @@ def test_without_a_run_name_the_ranks_of_one_launcher_share_a_run(live_server, o
         [sys.executable, "-c", launcher], env={**clean, **env}, capture_output=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    launcher_pid = done.stdout.decode().split("launcher ")[1].split()[0]
     run = Run.objects.get()
-    assert run.name == f"job-{socket.gethostname()}-{launcher_pid}"
+    # The working folder and the script (here `-c`, so "job"): the same on every node.
+    assert run.name == f"{Path.cwd().name}-job"
     assert sorted(run.processes.values_list("role", flat=True)) == ["rank-0", "rank-1"]
+    # A relaunch (new PIDs, the old ones gone) joins the same run as its second launch
+    # and retires the processes it replaces.
+    again = subprocess.run(
+        [sys.executable, "-c", launcher], env={**clean, **env}, capture_output=True, timeout=60
+    )
+    assert again.returncode == 0, again.stderr
+    assert Run.objects.get() == run
+    current = run.processes.filter(replaced_at__isnull=True)
+    assert sorted(current.values_list("role", "launch__number")) == [("rank-0", 2), ("rank-1", 2)]
+    assert run.processes.filter(replaced_at__isnull=False, launch__number=1).count() == 2
 
 
 @pytest.fixture

@@ -232,6 +232,14 @@ def test_the_run_page_marks_exited_processes_and_plans_capture_all(owner_client,
 def test_a_teammate_gets_no_capture_all_dialog(teammate_client, run, process):
     html = teammate_client.get(reverse("runs:run_detail", args=[run.pk])).content.decode()
     assert "capture-all-dialog" not in html and 'id="capture-all"' not in html
+    assert 'id="dump-all"' not in html
+
+
+@pytest.mark.django_db
+def test_an_operator_gets_dump_all_ranks_beside_capture_all(owner_client, run, process):
+    html = owner_client.get(reverse("runs:run_detail", args=[run.pk])).content.decode()
+    assert 'id="capture-all"' in html and 'id="dump-all"' in html
+    assert ">Dump all ranks</button>" in html
 
 
 @pytest.mark.django_db

@@ -47,3 +47,14 @@ def require_sshd() -> None:
     from tests.support.sshd import SSHD
 
     require(SSHD, "OpenSSH's sshd", "apt-get install openssh-server")
+
+
+TORCH_PYTHON = os.environ.get(
+    "TORCH_PYTHON", str(Path(__file__).resolve().parents[2] / ".torchenv" / "bin" / "python")
+)
+
+
+def require_torch() -> str:
+    """The Python that has torch (real gloo jobs), or skip / fail naming `make torchenv`."""
+    require(TORCH_PYTHON, "PyTorch's venv", "make torchenv, or set TORCH_PYTHON")
+    return TORCH_PYTHON

@@ -8,10 +8,13 @@ carry on; Ctrl-C or SIGTERM stops them all, process groups included.
 import os
 import signal
 import sys
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from config.env import env_list
+from config.hosts import address_for_others, default_allowed_hosts, is_loopback
 from config.supervisor import Child, Supervisor
 
 
@@ -70,12 +73,42 @@ def web_child(host: str, port: int) -> Child:
     return Child("web", [sys.executable, manage, "runserver", f"{host}:{port}", "--noreload"])
 
 
+def where_to_reach(host: str, port: int) -> list[str]:
+    """What `serve` says at start: the address to open and, bound beyond loopback, the
+    address other machines use and the Host names it answers (ALLOWED_HOSTS)."""
+    if is_loopback(host):
+        return [
+            f"http://{host}:{port}/ (Ctrl-C stops everything)",
+            "only this machine can reach it; HOST=0.0.0.0 make run serves the nodes of a job",
+        ]
+    base_url = os.environ.get("FLAMEDECK_BASE_URL", "").strip()
+    allowed = env_list("ALLOWED_HOSTS", []) or default_allowed_hosts(host, base_url)
+    others = base_url.rstrip("/") or f"http://{address_for_others(host)}:{port}"
+    lines = [
+        f"{others}/ from other machines, bound to {host}:{port} (Ctrl-C stops everything)",
+        f"ranks register with FLAMEDECK_URL={others}",
+        "answers requests for: " + ", ".join(allowed),
+    ]
+    if "*" in allowed:
+        lines.append("ALLOWED_HOSTS=* answers any Host header: name the server instead")
+    elif urlsplit(others).hostname not in {h.strip("[]") for h in allowed}:  # set by hand
+        lines.append(f"ALLOWED_HOSTS lacks {urlsplit(others).hostname}: it gets 400 Bad Request")
+    else:
+        lines.append("another name (a DNS alias, a proxy): add it to ALLOWED_HOSTS")
+    return lines
+
+
 class Command(BaseCommand):
     help = "Run the web server, a Celery worker per queue and beat, supervised."
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument(
+            "--host",
+            default=os.environ.get("HOST") or "127.0.0.1",
+            help="address to bind: 127.0.0.1 (default, this machine only) or 0.0.0.0 "
+            "(every address: the nodes of a job reach it)",
+        )
         parser.add_argument(
             "--concurrency",
             type=int,
@@ -90,6 +123,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port: int, host: str, concurrency: int, **options):
+        # The web server's settings answer the names of the address it binds; served
+        # beyond loopback, links in watch messages use the address the nodes reach.
+        os.environ["FLAMEDECK_BIND"] = host
+        served = not is_loopback(host) and not options["workers_only"]
+        if served and not os.environ.get("FLAMEDECK_BASE_URL", "").strip():
+            os.environ["FLAMEDECK_BASE_URL"] = f"http://{address_for_others(host)}:{port}"
         children = worker_children(concurrency)
         if not options["no_beat"]:
             children.append(beat_child())
@@ -103,7 +142,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         if not options["workers_only"]:
-            self._say(f"http://{host}:{port}/ (Ctrl-C stops everything)")
+            for line in where_to_reach(host, port):
+                self._say(line)
         supervisor.run()
 
     def _say(self, line: str) -> None:

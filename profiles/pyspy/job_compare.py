@@ -1,0 +1,271 @@
+"""Two whole-job captures of one job side by side: before (`a`) and after (`b`).
+
+Inputs are what the dashboard stores per whole-job capture: its job report (job.py:
+`ranks` with their step threads' `states`, `straggler`, `classes`, `findings`) and,
+for the functions, each rank's step-thread user functions (`RankFunctions`: the
+rank's step-thread samples and {function: (samples, frame)}). Nothing re-reads raw
+samples, so 64 ranks against 64 is a few thousand additions.
+
+- Ranks are aligned by name (their role, `rank-3`); roles only one side has are
+  listed apart (`only_a`, `only_b`) and compared nowhere.
+- Per shared role and pooled over every shared role's step threads: each state's
+  share before and after, the difference, its 95% Newcombe interval and the verdict
+  of compare.py (a "real change" only when the interval excludes 0).
+- Findings by rule and rank: `resolved` (a rule held on a rank before, not after),
+  `new`, `persisting`.
+- Functions: per class of ranks (the after capture's classes), the user functions
+  whose share of the class's step-thread samples moved most, beyond noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from .compare import REAL_CHANGE, share_row, share_side
+from .states import STATES
+
+RankFunctions = tuple[int, Mapping[str, tuple[int, str]]]
+"""A rank's step-thread samples and {user function: (samples, frame)}."""
+TOP_FUNCTIONS = 5
+"""Functions listed per class of ranks, the largest moves first."""
+
+
+class StateChange(TypedDict):
+    state: str
+    a_percent: float | None
+    b_percent: float | None
+    delta: float | None
+    interval: list[float] | None
+    verdict: str
+
+
+class RoleChange(TypedDict):
+    role: str
+    a: int | None
+    b: int | None
+    states: list[StateChange]
+
+
+class FindingChange(TypedDict):
+    rule: str
+    title: str
+    severity: str
+    ranks: list[str]
+
+
+class FunctionChange(TypedDict):
+    ranks: list[str]
+    label: str
+    function: str
+    frame: str
+    a_percent: float
+    b_percent: float
+    delta: float | None
+    interval: list[float] | None
+    verdict: str
+
+
+def compare_jobs(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    functions_a: Mapping[str, RankFunctions] | None = None,
+    functions_b: Mapping[str, RankFunctions] | None = None,
+) -> dict[str, Any]:
+    """The whole-job comparison of report `a` (before) and `b` (after): module doc."""
+    ranks_a = {r["name"]: r for r in a.get("ranks") or []}
+    ranks_b = {r["name"]: r for r in b.get("ranks") or []}
+    shared = [name for name in ranks_b if name in ranks_a]
+    captures_a, captures_b = a.get("captures") or {}, b.get("captures") or {}
+    roles: list[RoleChange] = [
+        {
+            "role": name,
+            "a": captures_a.get(name),
+            "b": captures_b.get(name),
+            "states": state_changes([ranks_a[name]], [ranks_b[name]]),
+        }
+        for name in shared
+    ]
+    return {
+        "roles": roles,
+        "pooled": {
+            "roles": len(shared),
+            "states": state_changes([ranks_a[n] for n in shared], [ranks_b[n] for n in shared]),
+        },
+        "only_a": [name for name in ranks_a if name not in ranks_b],
+        "only_b": [name for name in ranks_b if name not in ranks_a],
+        "straggler": {"a": a.get("straggler"), "b": b.get("straggler")},
+        "findings": finding_changes(a.get("findings") or [], b.get("findings") or []),
+        "functions": function_changes(
+            _classes(b, a, set(shared)), functions_a or {}, functions_b or {}
+        ),
+    }
+
+
+def state_changes(
+    before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
+) -> list[StateChange]:
+    """Each state either side saw, in STATES order, over the given ranks pooled."""
+    counts_a, total_a = _state_counts(before)
+    counts_b, total_b = _state_counts(after)
+    rows = []
+    for state in STATES:
+        if not counts_a.get(state) and not counts_b.get(state):
+            continue
+        row = share_row(
+            state,
+            share_side(counts_a.get(state, 0), total_a) if total_a else None,
+            share_side(counts_b.get(state, 0), total_b) if total_b else None,
+        )
+        rows.append(_change(state, row))
+    return rows
+
+
+def _state_counts(ranks: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], int]:
+    counts: dict[str, int] = {}
+    total = 0
+    for rank in ranks:
+        total += int(rank.get("samples") or 0)
+        for row in rank.get("states") or []:
+            counts[row["state"]] = counts.get(row["state"], 0) + int(row.get("samples") or 0)
+    return counts, total
+
+
+def _change(name: str, row: Mapping[str, Any]) -> StateChange:
+    low, high = row["delta_low"], row["delta_high"]
+    return {
+        "state": name,
+        "a_percent": row["before"]["percent"] if row["before"] else None,
+        "b_percent": row["after"]["percent"] if row["after"] else None,
+        "delta": row["delta_points"],
+        "interval": None if low is None else [low, high],
+        "verdict": row["verdict"],
+    }
+
+
+def finding_changes(
+    before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
+) -> dict[str, list[FindingChange]]:
+    """Findings by rule and rank: resolved, new and persisting, one entry per rule."""
+    held_a, held_b = _held(before), _held(after)
+    result: dict[str, list[FindingChange]] = {"resolved": [], "new": [], "persisting": []}
+    for rule in dict.fromkeys([*held_b, *held_a]):
+        ranks_a, ranks_b = held_a.get(rule, ({}, []))[1], held_b.get(rule, ({}, []))[1]
+        finding = held_b.get(rule, held_a.get(rule))[0]  # type: ignore[index]
+        for kind, ranks in (
+            ("new", [r for r in ranks_b if r not in ranks_a]),
+            ("persisting", [r for r in ranks_b if r in ranks_a]),
+            ("resolved", [r for r in ranks_a if r not in ranks_b]),
+        ):
+            if ranks:
+                source = held_a[rule][0] if kind == "resolved" else finding
+                result[kind].append(
+                    {
+                        "rule": rule,
+                        "title": str(source.get("title", rule)),
+                        "severity": str(source.get("severity", "info")),
+                        "ranks": ranks,
+                    }
+                )
+    return result
+
+
+def _held(findings: Sequence[Mapping[str, Any]]) -> dict[str, tuple[Mapping[str, Any], list]]:
+    """{rule: (its first finding, the ranks it holds on)}; a finding naming no rank holds
+    on the whole job ("job")."""
+    held: dict[str, tuple[Mapping[str, Any], list]] = {}
+    for finding in findings:
+        first, ranks = held.setdefault(finding["rule"], (finding, []))
+        for rank in finding.get("ranks") or ["job"]:
+            if rank not in ranks:
+                ranks.append(rank)
+    return held
+
+
+def _classes(
+    after: Mapping[str, Any], before: Mapping[str, Any], shared: set[str]
+) -> list[tuple[str, list[str]]]:
+    """(label, shared ranks) per class of the after capture (the before one's when the
+    after has none); one class of every shared rank when neither has classes."""
+    classes = after.get("classes") or before.get("classes") or []
+    found = [(c["label"], [r for r in c["ranks"] if r in shared]) for c in classes]
+    found = [(label, ranks) for label, ranks in found if ranks]
+    return found or ([("all ranks", sorted(shared))] if shared else [])
+
+
+def function_changes(
+    classes: Sequence[tuple[str, list[str]]],
+    functions_a: Mapping[str, RankFunctions],
+    functions_b: Mapping[str, RankFunctions],
+) -> list[FunctionChange]:
+    """Per class, the user functions whose share moved beyond noise, largest first."""
+    rows: list[FunctionChange] = []
+    for label, ranks in classes:
+        total_a, by_a = _pool_functions(functions_a, ranks)
+        total_b, by_b = _pool_functions(functions_b, ranks)
+        if not total_a or not total_b:
+            continue
+        moved = []
+        for function in by_a.keys() | by_b.keys():
+            samples_a, frame_a = by_a.get(function, (0, ""))
+            samples_b, frame_b = by_b.get(function, (0, ""))
+            row = share_row(
+                function, share_side(samples_a, total_a), share_side(samples_b, total_b)
+            )
+            if row["verdict"] != REAL_CHANGE:  # the page lists what moved, not noise
+                continue
+            change = _change(function, row)
+            moved.append(
+                {
+                    "ranks": list(ranks),
+                    "label": label,
+                    "function": function,
+                    "frame": frame_b or frame_a,
+                    "a_percent": change["a_percent"] or 0.0,
+                    "b_percent": change["b_percent"] or 0.0,
+                    "delta": change["delta"],
+                    "interval": change["interval"],
+                    "verdict": change["verdict"],
+                }
+            )
+        moved.sort(key=_move_order)
+        rows += moved[:TOP_FUNCTIONS]
+    return rows
+
+
+def _move_order(row: FunctionChange) -> tuple[float, str]:
+    return -abs(row["delta"] or 0), row["function"]
+
+
+def _pool_functions(
+    tables: Mapping[str, RankFunctions], ranks: Sequence[str]
+) -> tuple[int, dict[str, tuple[int, str]]]:
+    total, pooled = 0, {}
+    for rank in ranks:
+        if rank not in tables:
+            continue
+        samples, functions = tables[rank]
+        total += samples
+        for function, (count, frame) in functions.items():
+            before = pooled.get(function, (0, frame))
+            pooled[function] = (before[0] + count, before[1] or frame)
+    return total, pooled
+
+
+def rank_functions(stats: Mapping[str, Any]) -> RankFunctions:
+    """A rank's step-thread user functions from its stored stats (`step_threads`,
+    `thread_functions`); (0, {}) when it has none."""
+    step = stats.get("step_threads") or {}
+    tids = {str(t) for t in step.get("tids") or []}
+    functions: dict[str, tuple[int, str]] = {}
+    best: dict[str, int] = {}
+    for row in stats.get("thread_functions") or []:
+        if str(row.get("tid")) not in tids:
+            continue
+        for fn in row.get("functions") or []:
+            name, count = fn["function"], int(fn["samples"])
+            total, frame = functions.get(name, (0, fn["frame"]))
+            if count > best.get(name, 0):  # the frame of the thread that runs it most
+                best[name], frame = count, fn["frame"]
+            functions[name] = (total + count, frame)
+    return int(step.get("samples") or 0), functions

@@ -1,0 +1,134 @@
+"""The `stuck` finding: the ranks wait out the window in collectives for ranks that are
+elsewhere. That is a hang (or the start of one), not a straggler: a straggler's excess
+can be removed from its step, a rank that stands still cannot.
+
+Works on the job's RankViews (straggler.py). Of the ranks with at least MIN_SAMPLES
+step-thread samples, a rank *waits* when its whole 95% Wilson interval of collective
+share is at or above STUCK_WAIT, and is *elsewhere* when its whole interval lies below
+STUCK_ELSEWHERE. The finding holds when some ranks wait, some are elsewhere, and every
+measured rank is one or the other; it needs idle samples on every rank (py-spy
+`--idle`): without them a blocked rank leaves no sample, and a rank blocked in its own
+code cannot be told from one blocked in a collective. It names the ranks elsewhere,
+where each stands (its innermost user frame and state with most samples) and where the
+others wait (their top collective call site). job.py reports it instead of the
+`straggler` finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .compare import wilson_interval
+from .findings import MIN_SAMPLES, NO_USER_FRAME, percent_interval, top_frames
+from .ranknames import ranks_label
+from .straggler import RankView, pool_views, waiting
+from .types import Finding
+
+STUCK_WAIT = 90.0
+"""Percent: a rank waits out the window when its collective share is at least this over
+its whole interval. Ranks blocked behind a hung peer wait 99-100% of the window (the
+recorded `hung` job: tests/data/jobs/SOURCES.md); a healthy job, even a
+communication-bound one, computes part of each step (the ranks of the other recorded
+jobs wait 2-85%, the most being the peers of a starved or slow rank)."""
+STUCK_ELSEWHERE = 50.0
+"""Percent: a rank is elsewhere when its collective share stays below this over its whole
+interval: it spends most of the window outside collectives (the hung rank of the
+recorded job: 0%), far from the waiting ranks' STUCK_WAIT."""
+SHOWN_ODD = 3
+"""Odd ranks whose place the advice spells out before it counts the rest."""
+
+
+class Stuck(NamedTuple):
+    """The ranks elsewhere (`odd`) and the ranks that wait for them."""
+
+    odd: list[RankView]
+    waiting: list[RankView]
+
+
+def find_stuck(views: Sequence[RankView]) -> Stuck | None:
+    """Ranks that wait out the window in collectives for ranks elsewhere (module doc)."""
+    measured = [v for v in views if v.pooled.samples >= MIN_SAMPLES and v.whole > 0]
+    if any(v.stats.get("idle_included") is False for v in measured):
+        return None
+    shares = [(v, wilson_interval(v.waiting, v.whole)) for v in measured]
+    waits = [v for v, (low, _) in shares if 100 * low >= STUCK_WAIT]
+    odd = [v for v, (_, high) in shares if 100 * high < STUCK_ELSEWHERE]
+    if not waits or not odd or len(waits) + len(odd) != len(measured):
+        return None
+    return Stuck(odd, waits)
+
+
+def stuck_finding(stuck: Stuck) -> Finding:
+    """The `stuck` finding (high): who stands where, and where the others wait."""
+    waited = waiting(stuck.waiting)
+    low, high = percent_interval(*waited)
+    value = round(100 * waited[0] / waited[1], 1)
+    waits_at = top_frames(pool_views(stuck.waiting).callers.get("collective", {}), waited[1])
+    there = next((c["frame"] for c in waits_at if c["frame"] != NO_USER_FRAME), None)
+    places = [(view.name, *place(view)) for view in stuck.odd]
+    odd, others = _label(stuck.odd), _label(stuck.waiting)
+    verb = "stands" if len(places) == 1 else "stand"
+    return {
+        "rule": "stuck",
+        "severity": "high",
+        "title": f"{odd} {verb} {_where(places)} while the other ranks wait in collectives",
+        "value": value,
+        "interval": [low, high],
+        "threshold": STUCK_WAIT,
+        "frames": list(
+            dict.fromkeys(
+                [*(f for _, f, _ in places if f != NO_USER_FRAME), *([there] if there else [])]
+            )
+        ),
+        "user_callers": _callers(stuck.odd[0], places[0][2]),
+        "advice": f"The job is stuck (or nearly): {others} wait {value:g}% of the window "
+        "in collectives"
+        + (f" at `{there}`" if there else "")
+        + f", while {_places(places)}. Find out why {odd} {verb} there (a lock, a file, "
+        "its input, a collective it skipped): a faster step will not help. Dump all ranks "
+        "to see whether anything moves.",
+        "ranks": [view.name for view in stuck.odd],
+    }
+
+
+def place(view: RankView) -> tuple[str, str]:
+    """Where a rank stands: the (user caller, state) outside collectives with most samples,
+    a frame of the user's code before `(no user frame)`."""
+    best: tuple[int, int, str, str] | None = None
+    for state, callers in view.pooled.callers.items():
+        if state == "collective":
+            continue
+        for frame, samples in callers.items():
+            key = (frame != NO_USER_FRAME, samples, frame, state)
+            if best is None or key > best:
+                best = key
+    if best is None:
+        main = max(view.pooled.states.items(), key=lambda kv: kv[1], default=("unknown", 0))
+        return NO_USER_FRAME, main[0]
+    return best[2], best[3]
+
+
+def _callers(view: RankView, state: str):
+    return top_frames(view.pooled.callers.get(state, {}), view.pooled.samples)
+
+
+def _places(places: list[tuple[str, str, str]]) -> str:
+    shown = [f"{name} spends the window in `{frame}` ({state})" for name, frame, state in places]
+    extra = len(shown) - SHOWN_ODD
+    text = "; ".join(shown[:SHOWN_ODD])
+    return text + (f"; and {extra} more rank{'s' if extra > 1 else ''}" if extra > 0 else "")
+
+
+def _where(places: list[tuple[str, str, str]]) -> str:
+    """`in `wait_for_lock (train.py:62)` (idle)` when every odd rank stands there."""
+    spots = {(frame, state) for _, frame, state in places}
+    if len(spots) > 1:
+        return "outside collectives"
+    frame, state = spots.pop()
+    return f"in `{frame}` ({state})"
+
+
+def _label(views: Sequence[RankView]) -> str:
+    names = [v.name for v in views]
+    return names[0] if len(names) == 1 else ranks_label(names)

@@ -1,0 +1,150 @@
+"""A run is one job across its launches (runs.launches): a role registered again from
+another PID retires the old process when it has exited or its launch differs, and
+"Capture all" takes only the current process of each role. Real processes (sleepers)
+on the local host; tests/runs/test_launches_torch.py does the same with gloo ranks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from profiles import group_report, group_selectors, jobs
+from profiles import selectors as profile_selectors
+from runs import launches, selectors, services
+from runs.models import Host, Run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def local():
+    return Host.objects.get(name="local")
+
+
+class Ranks:
+    """Real sleeping processes standing in for a launch's ranks."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, count: int) -> list[int]:
+        started = [
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            for _ in range(count)
+        ]
+        self.procs += started
+        return [p.pid for p in started]
+
+    def stop(self, pids: list[int]) -> None:
+        for proc in self.procs:
+            if proc.pid in pids:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def ranks():
+    made = Ranks()
+    yield made
+    made.stop([p.pid for p in made.procs])
+
+
+def register(local: Host, pids: list[int], launch: str = "", run: str = "job") -> Run:
+    for rank, pid in enumerate(pids):
+        found, _, _ = services.run_register(
+            user=None, run_name=run, host=local, pid=pid, role=f"rank-{rank}", launch=launch
+        )
+    return found
+
+
+def current_pids(run: Run) -> list[int]:
+    return sorted(p.pid for p in selectors.capturable_processes(run=run)[0])
+
+
+def test_a_relaunch_after_the_ranks_exited_replaces_them_in_a_second_launch(local, ranks):
+    first = ranks.start(2)
+    run = register(local, first)
+    ranks.stop(first)
+    second = ranks.start(2)
+    assert register(local, second) == run
+    assert current_pids(run) == sorted(second)
+    old = run.processes.get(pid=first[0])
+    assert old.replaced_at is not None and old.replaced_by.pid == second[0]
+    assert old.launch.number == 1 and old.replaced_by.launch.number == 2
+    assert selectors.capture_all_plan(run=run)["skipped"] == []  # replaced: history, not skipped
+    group = jobs.capture_group_create(user=None, run=run, duration=5, rate=20)
+    assert sorted(group.captures.values_list("pid", flat=True)) == sorted(second)
+    # The exited ranks of launch 1 are history, not "skipped" on the new capture's page.
+    assert group_selectors.skipped_processes(group, list(group.captures.all())) == []
+
+
+def test_another_launch_key_replaces_a_rank_that_still_runs(local, ranks):
+    first, second = ranks.start(2), ranks.start(2)
+    run = register(local, first, launch="elastic-a")
+    register(local, second[:1], launch="elastic-b")
+    # rank-0 moved to launch b; rank-1 of launch a keeps its place until b's registers.
+    assert current_pids(run) == sorted([second[0], first[1]])
+    register(local, second, launch="elastic-b")
+    assert current_pids(run) == sorted(second)
+    assert [launch.key for launch in run.launches.all()] == ["elastic-a", "elastic-b"]
+
+
+def test_a_second_live_process_of_one_role_in_the_same_launch_keeps_both(local, ranks):
+    first, other = ranks.start(1), ranks.start(1)
+    run = register(local, first, launch="a")
+    register(local, other, launch="a")
+    assert current_pids(run) == sorted(first + other)
+    assert run.launches.count() == 1
+
+
+def test_registering_again_from_the_same_pid_changes_nothing(local, ranks):
+    pids = ranks.start(2)
+    run = register(local, pids)
+    register(local, pids)
+    assert run.launches.count() == 1 and current_pids(run) == sorted(pids)
+
+
+def test_torchruns_none_is_no_launch_key():
+    assert launches.launch_key("none") == "" and launches.launch_key(" abc ") == "abc"
+    assert launches.launch_key(7) == ""
+
+
+def test_a_run_ends_when_its_current_ranks_exit_whatever_earlier_launches_left(local, ranks):
+    first = ranks.start(1)
+    run = register(local, first, launch="a")
+    second = ranks.start(1)
+    register(local, second, launch="b")  # launch a's rank-0 still runs, but is replaced
+    ranks.stop(second)
+    services.run_processes_check(processes=list(run.processes.all()))
+    run.refresh_from_db()
+    assert run.status == Run.Status.FINISHED
+
+
+def test_two_launches_on_one_page_are_named_by_launch_never_by_id(local, ranks):
+    first = ranks.start(1)
+    run = register(local, first, launch="a")
+    old_group = jobs.capture_group_create(user=None, run=run, duration=5, rate=20)
+    second = ranks.start(1)
+    register(local, second, launch="b")
+    new_group = jobs.capture_group_create(user=None, run=run, duration=5, rate=20)
+    captures = list(old_group.captures.all()) + list(new_group.captures.all())
+    names = sorted(group_report.rank_names(captures).values())
+    assert names == ["rank-0 (launch 1)", "rank-0 (launch 2)"]
+    alone = group_report.rank_names(list(new_group.captures.all()))
+    assert list(alone.values()) == ["rank-0"]
+
+
+def test_the_run_page_draws_its_launches_with_their_captures(owner_client, local, ranks):
+    first = ranks.start(2)
+    run = register(local, first, launch="a")
+    group = jobs.capture_group_create(user=None, run=run, duration=5, rate=20)
+    register(local, ranks.start(2), launch="b")
+    timeline = profile_selectors.launch_groups(run=run, rows=launches.launch_timeline(run=run))
+    assert [row["number"] for row in timeline] == [1, 2]
+    assert [g["pk"] for g in timeline[0]["groups"]] == [group.pk] and not timeline[1]["groups"]
+    assert timeline[0]["end"] is not None and timeline[1]["end"] is None
+    page = owner_client.get(run.get_absolute_url()).content.decode()
+    assert 'id="launches"' in page and "launch 2" in page and 'class="replaced"' in page
+    assert f'href="/groups/{group.pk}/"' in page or f"#{group.pk}" in page
