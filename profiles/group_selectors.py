@@ -64,12 +64,7 @@ def process_row(capture: Capture, *, reported: dict[str, float] | None = None) -
     # elapsed, lag or rounds to show, only that it is attaching.
     attaching = running and capture.sampling_started_at is None
     return {
-        "id": capture.pk,
-        "url": capture.get_absolute_url(),
-        "label": capture.target_label,
-        "role": capture.process.role if capture.process_id else "",
-        "status": capture.status,
-        "final": capture.is_final,
+        **_row_head(capture),
         # A failed process has no numbers, only its cause (shown on a row of its own).
         "elapsed_s": None if failed else _sampled(capture, progress, running),
         "duration_s": capture.duration,
@@ -93,10 +88,8 @@ def process_row(capture: Capture, *, reported: dict[str, float] | None = None) -
     }
 
 
-def _dump_row(capture: Capture) -> dict[str, Any]:
-    """A rank of a whole-job dump: stacks, no samples, lag or states (its stats, every
-    dump of the rank, are not even loaded: a 1,024-rank page would read megabytes)."""
-    failed = capture.status == Capture.Status.FAILED
+def _row_head(capture: Capture) -> dict[str, Any]:
+    """What every process row starts with: which capture, its label and status."""
     return {
         "id": capture.pk,
         "url": capture.get_absolute_url(),
@@ -104,6 +97,15 @@ def _dump_row(capture: Capture) -> dict[str, Any]:
         "role": capture.process.role if capture.process_id else "",
         "status": capture.status,
         "final": capture.is_final,
+    }
+
+
+def _dump_row(capture: Capture) -> dict[str, Any]:
+    """A rank of a whole-job dump: stacks, no samples, lag or states (its stats, every
+    dump of the rank, are not even loaded: a 1,024-rank page would read megabytes)."""
+    failed = capture.status == Capture.Status.FAILED
+    return {
+        **_row_head(capture),
         "elapsed_s": None if failed else capture.wall_s,
         "duration_s": None,
         "behind_s": None,
