@@ -59,6 +59,12 @@ class WatchCreateSerializer(_Common):
         max_length=100, required=False, allow_blank=True, help_text="The rank's role, e.g. rank-0."
     )
     process = IdField(required=False, help_text="A run process, instead of run and role.")
+    all_roles = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Watch every role of the run (with `run`, no `role`): the baseline is a "
+        "rank of a whole-job capture; one message per later whole-job capture.",
+    )
 
     def validate(self, attrs: dict) -> dict:
         if "baseline" not in attrs:
@@ -130,6 +136,7 @@ def watch_list(request):
                 run=data.get("run"),
                 role=data.get("role", ""),
                 process=data.get("process"),
+                all_roles=data.get("all_roles", False),
                 targets=_targets(request, data) or [],
                 **{k: data[k] for k in ("min_effect_points", "min_samples") if k in data},
             )

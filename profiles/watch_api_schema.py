@@ -20,8 +20,10 @@ class ShareSideSerializer(serializers.Serializer):
 
 class MovedRowSerializer(serializers.Serializer):
     key = serializers.CharField(help_text="`state:host_sync`, `category:sync`, `self:FRAME`…")
-    kind = serializers.CharField(help_text="state, category, self or total.")
-    name = serializers.CharField(help_text="The state, category or frame.")
+    kind = serializers.CharField(
+        help_text="state, function (of the user's code), category, self or total."
+    )
+    name = serializers.CharField(help_text="The state, function, category or frame.")
     before = ShareSideSerializer(help_text="The baseline's share.")
     after = ShareSideSerializer(help_text="This capture's share.")
     delta_points = serializers.FloatField(help_text="After minus before, in points.")
@@ -36,6 +38,11 @@ class MovedRowSerializer(serializers.Serializer):
     aliases = serializers.ListField(
         child=serializers.CharField(), help_text="Other rows counting the very same samples."
     )
+    where = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="The user's code it points at: a function's line, a state's top caller.",
+    )
     line = serializers.CharField(help_text="The row as messages and pages say it.")
 
 
@@ -45,7 +52,13 @@ class JudgementSerializer(serializers.Serializer):
         allow_null=True, help_text="The baseline it was judged against."
     )
     verdict = serializers.CharField(
-        help_text="changed, unchanged, too few samples (nothing said) or no baseline."
+        help_text="changed, unchanged, too few samples (nothing said), no baseline, or not "
+        "comparable (the settings differ from the baseline's; `reason` says how)."
+    )
+    scope = serializers.CharField(
+        allow_blank=True,
+        help_text="What was judged: `step threads` (as findings), or `all threads` for a "
+        "capture stored without them; empty when not judged.",
     )
     reason = serializers.CharField(help_text="How many rows moved, or why it was not judged.")
     rows_compared = serializers.IntegerField(help_text="Rows compared (aliases included).")
@@ -110,7 +123,10 @@ class WatchSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="The watch's id.")
     url = serializers.CharField(help_text="Its page.")
     run = RunRefSerializer(help_text="The run watched.")
-    role = serializers.CharField(help_text="The rank's role (empty: one process).")
+    role = serializers.CharField(help_text="The rank's role (empty: one process, or all roles).")
+    all_roles = serializers.BooleanField(
+        help_text="Every role of the run's whole-job captures, one message per capture."
+    )
     process = serializers.IntegerField(
         allow_null=True, help_text="The process, for a rank without a role."
     )
@@ -136,7 +152,8 @@ def watch_list(request_serializer):
         request=request_serializer,
         created=WatchSerializer,
         summary="Watch a rank against a baseline capture",
-        description="`{run, role}` or `{process}`, `baseline` (a done capture), `notify` "
+        description="`{run, role}`, `{process}` or `{run, all_roles: true}`, `baseline` (a done "
+        "capture; for all roles a rank of a whole-job capture), `notify` "
         "(names of targets; Apprise URLs from host admins only, else 403).",
     )
 

@@ -17,6 +17,9 @@ from .watch_models import Alert, Delivery, Judgement, Watch
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 NAME_CHARS = 200
+GROUP_LINES = 40
+"""Alert lines in one whole-job message (64 ranks could open hundreds); the watch page
+lists them all."""
 
 
 def _text(value: object) -> str:
@@ -31,13 +34,23 @@ def _side(side: dict[str, Any], bounded: bool) -> str:
     return f"{side['percent']:.1f}% [{side['low']:.1f}–{side['high']:.1f}]"
 
 
+def row_name(row: dict[str, Any]) -> str:
+    """What moved in the user's words: `host sync at step (train.py:88)` (a state and its
+    top user caller), `step (train.py:80)` (a function of their code and its line)."""
+    label, where = row_label(row), row.get("where") or ""
+    if row.get("kind") == "function" and where:
+        return _text(where)
+    return _text(f"{label} at {where}" if where else label)
+
+
 def row_line(row: dict[str, Any], baseline_id: int | None) -> str:
-    """`host sync 3.1% [2.5–3.8] → 11.4% [10.2–12.7] since baseline #41: real change
-    (+8.3 pts [+6.9, +9.7])` for a moved row (percent [95% interval])."""
+    """`host sync at step (train.py:88) 3.1% [2.5–3.8] → 11.4% [10.2–12.7] since
+    baseline #41: real change (+8.3 pts [+6.9, +9.7])` for a moved row (percent [95%
+    interval])."""
     before = _side(row["before"], row.get("bound") == "before below")
     after = _side(row["after"], row.get("bound") == "after below")
     return (
-        f"{_text(row_label(row))} {before} → {after} since baseline #{baseline_id}: "
+        f"{row_name(row)} {before} → {after} since baseline #{baseline_id}: "
         f"real change ({row['delta_points']:+.1f} pts [{row['delta_low']:+.1f}, "
         f"{row['delta_high']:+.1f}])"
     )
@@ -65,21 +78,68 @@ def absolute(path: str) -> str:
     return f"{settings.FLAMEDECK_BASE_URL}{path}"
 
 
+def _scope(judgement: Judgement) -> str:
+    return f"on the {judgement.options.get('scope') or 'step threads'}"
+
+
+def _group_compare(baseline_group: int | None, group: int | None) -> list[str]:
+    if not baseline_group or not group:
+        return []
+    path = f"{reverse('compare:compare_groups')}?a={baseline_group}&b={group}"
+    return [f"Compare the whole job: {absolute(path)}"]
+
+
 def message_compose(*, watch: Watch, judgement: Judgement, alerts: list[Alert]) -> tuple[str, str]:
     """(title, body) of the message for the alerts one judgement opened."""
-    capture, baseline_id = judgement.capture, judgement.baseline_id
+    capture, baseline = judgement.capture, judgement.baseline
+    baseline_id = judgement.baseline_id
     run, rank = _text(watch.run.name), _text(watch.rank_label)
     title = f"flamedeck: {run} {rank} changed (capture #{capture.pk} vs baseline #{baseline_id})"
     when = f"{(capture.finished_at or capture.queued_at):%Y-%m-%d %H:%M} UTC"
     compare = f"{reverse('compare:compare')}?a={baseline_id}&b={capture.pk}"
     lines = [
         f"Run {run}, rank {rank}: capture #{capture.pk} ({when}) judged against baseline "
-        f"#{baseline_id}.",
+        f"#{baseline_id}, {_scope(judgement)}.",
         *(f"- {alert_line(alert, baseline_id)}" for alert in alerts),
         f"{judgement.reason}. {judgement.options.get('correction', '')} across all rows "
         f"compared, minimum effect {watch.min_effect_points:g} pts.",
+        *_group_compare(baseline.group_id if baseline else None, capture.group_id),
         f"Compare: {absolute(compare)}",
         f"Capture: {absolute(capture.get_absolute_url())}",
+        f"Watch: {absolute(watch.get_absolute_url())}",
+    ]
+    return title[:300], "\n".join(lines)
+
+
+def group_message_compose(
+    *, watch: Watch, judgement: Judgement, alerts: list[Alert]
+) -> tuple[str, str]:
+    """(title, body) of an all-roles watch's one message for a whole-job capture: the
+    alerts its ranks opened, by role, and the whole-job compare."""
+    group = judgement.capture.group
+    baseline_group = judgement.baseline.group_id if judgement.baseline else None
+    run = _text(watch.run.name)
+    roles = ", ".join(dict.fromkeys(_text(a.role or "?") for a in alerts))
+    title = (
+        f"flamedeck: {run} changed on {roles} (whole-job capture #{group.pk} vs #{baseline_group})"
+    )
+    when = f"{group.created_at:%Y-%m-%d %H:%M} UTC"
+    lines = [
+        f"Run {run}: whole-job capture #{group.pk} ({when}) judged rank by rank against "
+        f"whole-job capture #{baseline_group}, {_scope(judgement)}.",
+        *(
+            f"- {_text(a.role)}: {alert_line(a, a.judgement.baseline_id if a.judgement else None)}"
+            for a in alerts[:GROUP_LINES]
+        ),
+        *(
+            [f"- … and {len(alerts) - GROUP_LINES} more on the watch's page"]
+            if len(alerts) > GROUP_LINES
+            else []
+        ),
+        f"Minimum effect {watch.min_effect_points:g} pts, "
+        f"{judgement.options.get('correction', '')} across the rows of each rank.",
+        *_group_compare(baseline_group, group.pk),
+        f"Whole-job capture: {absolute(group.get_absolute_url())}",
         f"Watch: {absolute(watch.get_absolute_url())}",
     ]
     return title[:300], "\n".join(lines)

@@ -35,11 +35,17 @@ class NotifyTarget(models.Model):
 
 
 class Watch(models.Model):
-    """Every done capture of one rank of a run (its `role`, or one `process` when the
-    process has no role) is judged against `baseline`; moves raise alerts."""
+    """Every later done capture of one rank of a run (its `role`, in any launch of the
+    run, or one `process` when the process has no role) is judged against `baseline`;
+    moves raise alerts. With `all_roles` the baseline is a whole-job capture and each
+    later whole-job capture's ranks are judged against its rank of the same role, with
+    one message per whole-job capture."""
 
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="watches")
     role = models.CharField(max_length=100, blank=True)
+    all_roles = models.BooleanField(
+        default=False, help_text="Watch every role of the run's whole-job captures."
+    )
     process = models.ForeignKey(
         "runs.RunProcess", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -72,6 +78,8 @@ class Watch(models.Model):
 
     @property
     def rank_label(self) -> str:
+        if self.all_roles:
+            return "all roles"
         if self.role:
             return self.role
         return str(self.process) if self.process_id else "(process gone)"
@@ -90,6 +98,7 @@ class Judgement(models.Model):
         UNCHANGED = "unchanged", "within noise"
         TOO_FEW = "too few samples", "too few samples"
         NO_BASELINE = "no baseline", "no baseline"
+        NOT_COMPARABLE = "not comparable", "not comparable (settings differ)"
 
     watch = models.ForeignKey(Watch, on_delete=models.CASCADE, related_name="judgements")
     capture = models.ForeignKey(
@@ -138,6 +147,8 @@ class Alert(models.Model):
         Judgement, null=True, on_delete=models.SET_NULL, related_name="alerts"
     )
     key = models.TextField()
+    # The rank's role: an all-roles watch keeps one alert per role, row and direction.
+    role = models.CharField(max_length=100, blank=True)
     label = models.CharField(max_length=300)
     direction = models.SmallIntegerField()
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.PAIR)

@@ -9,6 +9,7 @@ from django.db.models import Prefetch, QuerySet
 from runs.permissions import can_administer_hosts
 
 from .models import Capture
+from .pyspy.comparable import step_view
 from .pyspy.regression import row_label, tracked_counts
 from .watch_judging import SERIES_CAPTURES, TRACKED_FRAMES, watches_for
 from .watch_messages import alert_line, row_line
@@ -52,6 +53,7 @@ def _judgement_json(judgement: Judgement | None) -> dict[str, Any] | None:
         "verdict": judgement.verdict,
         "reason": judgement.reason,
         "rows_compared": judgement.rows_compared,
+        "scope": judgement.options.get("scope", ""),
         "moved": [{**row, "line": row_line(row, judgement.baseline_id)} for row in judgement.moved],
         "snoozed": judgement.snoozed,
         "judged_at": judgement.judged_at,
@@ -105,6 +107,7 @@ def watch_json(watch: Watch, *, alerts: bool = False, user: Any = None) -> dict[
         "url": watch.get_absolute_url(),
         "run": {"id": watch.run_id, "name": watch.run.name},
         "role": watch.role,
+        "all_roles": watch.all_roles,
         "process": watch.process_id,
         "baseline": watch.baseline_id,
         "min_effect_points": watch.min_effect_points,
@@ -133,7 +136,8 @@ def watch_series(watch: Watch, *, keys: list[str] | None = None) -> list[WatchSe
     baseline = Capture.objects.filter(pk=watch.baseline_id).only("pk", "stats").first()
     if not judged or baseline is None:
         return []
-    first = tracked_counts(baseline.stats, baseline.stats, TRACKED_FRAMES)
+    view = step_view(baseline.stats)
+    first = tracked_counts(view, view, TRACKED_FRAMES)
     points = [(baseline.pk, first, "baseline")] + [
         (j.capture_id, j.shares, j.verdict) for j in judged
     ]
@@ -209,8 +213,13 @@ def run_ranks(run_id: int, processes: list[Any]) -> list[dict[str, Any]]:
     return list(ranks.values())
 
 
+def all_roles_watch(run_id: int) -> Watch | None:
+    """The run's all-roles watch, if it has one."""
+    return Watch.objects.filter(run_id=run_id, all_roles=True).select_related("baseline").first()
+
+
 def _run_watches(run_id: int) -> QuerySet[Watch]:
-    return Watch.objects.filter(run_id=run_id).prefetch_related(
+    return Watch.objects.filter(run_id=run_id, all_roles=False).prefetch_related(
         Prefetch("judgements", queryset=Judgement.objects.order_by("-judged_at"))
     )
 

@@ -29,6 +29,9 @@ class WatchForm(forms.Form):
     )
     min_effect_points = forms.FloatField(min_value=0.1, max_value=100, initial=2.0)
     min_samples = forms.IntegerField(min_value=100, max_value=10_000_000, initial=1000)
+    all_roles = forms.BooleanField(
+        required=False, label="All roles (one message per whole-job capture)"
+    )
 
     def clean_baseline(self) -> Capture:
         capture = Capture.objects.select_related("run", "process").filter(
@@ -138,13 +141,15 @@ def watch_create(request):
     if baseline.process_id is None or baseline.run_id is None:
         messages.error(request, "Not watched: that capture is not of a run's process.")
         return _back(request, baseline.get_absolute_url())
+    all_roles = form.cleaned_data["all_roles"]
     try:
         watch = watches.watch_create(
             user=request.user,
             baseline=baseline,
             run=baseline.run,
-            role=baseline.process.role,
-            process=None if baseline.process.role else baseline.process,
+            role="" if all_roles else baseline.process.role,
+            process=None if baseline.process.role or all_roles else baseline.process,
+            all_roles=all_roles,
             **_settings(form),
         )
     except ValidationError as exc:

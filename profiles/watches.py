@@ -6,8 +6,8 @@ server makes), as named targets that operators then attach by name.
 
 Every write here is one transaction: a change that fails in any part saves nothing.
 A baseline must be a done capture of the watch's own rank (its run, and its role or
-process), and alert ids must be the watch's own: anything else is a ValidationError
-naming the field.
+process; for an all-roles watch a rank of one of the run's whole-job captures), and
+alert ids must be the watch's own: anything else is a ValidationError naming the field.
 """
 
 from __future__ import annotations
@@ -118,7 +118,13 @@ def targets_resolve(*, user: AbstractBaseUser, notify_items: list[str]) -> list[
 # --- watches ----------------------------------------------------------------------------
 
 
-def _rank(run: Run | None, role: str, process: RunProcess | None) -> tuple[Run, str]:
+def _rank(
+    run: Run | None, role: str, process: RunProcess | None, all_roles: bool = False
+) -> tuple[Run, str]:
+    if all_roles:
+        if run is None or role or process is not None:
+            raise ValidationError({"all_roles": "give the run alone (no role or process)"})
+        return run, ""
     if process is not None:
         return process.run, process.role
     if run is None or not role:
@@ -126,9 +132,18 @@ def _rank(run: Run | None, role: str, process: RunProcess | None) -> tuple[Run, 
     return run, role
 
 
-def _check_baseline(baseline: Capture, *, run: Run, role: str, process: RunProcess | None) -> None:
+def _check_baseline(
+    baseline: Capture,
+    *,
+    run: Run,
+    role: str,
+    process: RunProcess | None,
+    all_roles: bool = False,
+) -> None:
     """A done capture with samples, of this rank: judging a rank against another run's
-    (or another rank's) profile would alert on differences that are no change."""
+    (or another rank's) profile would alert on differences that are no change. An
+    all-roles watch's baseline is a rank of a whole-job capture (its group is the
+    baseline of every role)."""
     if baseline.status != Capture.Status.DONE or not (baseline.stats or {}).get("total_samples"):
         raise ValidationError(
             {"baseline": f"capture #{baseline.pk} is not a done capture with samples"}
@@ -136,6 +151,10 @@ def _check_baseline(baseline: Capture, *, run: Run, role: str, process: RunProce
     if baseline.run_id != run.pk:
         raise ValidationError(
             {"baseline": f"capture #{baseline.pk} is not of run #{run.pk} ({run.name[:60]})"}
+        )
+    if all_roles and baseline.group_id is None:
+        raise ValidationError(
+            {"baseline": f"capture #{baseline.pk} is not a rank of a whole-job capture"}
         )
     if role and (baseline.process is None or baseline.process.role != role):
         raise ValidationError({"baseline": f"capture #{baseline.pk} is not of {role[:60]!r}"})
@@ -155,23 +174,28 @@ def watch_create(
     targets: list[NotifyTarget] = (),
     min_effect_points: float = 2.0,
     min_samples: int = 1000,
+    all_roles: bool = False,
 ) -> Watch:
-    """Watch one rank (run + role, or one process) with `baseline`."""
-    run, role = _rank(run, role, process)
-    _check_baseline(baseline, run=run, role=role, process=process if not role else None)
-    same = Watch.objects.filter(run=run, role=role)
-    same = same.filter(process=process) if not role else same
+    """Watch one rank (run + role, or one process) with `baseline`; or, `all_roles`,
+    every role of the run's whole-job captures with the baseline's whole-job capture."""
+    run, role = _rank(run, role, process, all_roles)
+    process = process if not role and not all_roles else None
+    _check_baseline(baseline, run=run, role=role, process=process, all_roles=all_roles)
+    same = Watch.objects.filter(run=run, role=role, all_roles=all_roles)
+    same = same.filter(process=process) if not role and not all_roles else same
     if same.exists():
+        watched = "all roles" if all_roles else role or process
         raise ValidationError(
             {
-                "role": f"{role or process} of {run.name} is already watched (#{same.first().pk}): "
+                "role": f"{watched} of {run.name} is already watched (#{same.first().pk}): "
                 "change that watch's baseline instead"
             }
         )
     watch = Watch(
         run=run,
         role=role,
-        process=process if not role else None,
+        all_roles=all_roles,
+        process=process,
         baseline=baseline,
         min_effect_points=min_effect_points,
         min_samples=min_samples,
@@ -197,7 +221,13 @@ def watch_update(
     `snoozed_until`: False leaves it, None ends a snooze."""
     with transaction.atomic():
         if baseline is not None and baseline.pk != watch.baseline_id:
-            _check_baseline(baseline, run=watch.run, role=watch.role, process=watch.process)
+            _check_baseline(
+                baseline,
+                run=watch.run,
+                role=watch.role,
+                process=watch.process,
+                all_roles=watch.all_roles,
+            )
             watch.baseline, watch.shifts = baseline, []
             watch.alerts.filter(status__in=[Alert.Status.OPEN, Alert.Status.ACKNOWLEDGED]).update(
                 status=Alert.Status.REBASELINED, closed_at=timezone.now()

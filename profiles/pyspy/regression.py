@@ -2,9 +2,10 @@
 series of captures did a share shift?
 
 Input: stats dicts as a capture stores them (contract 2 without `flamegraph`):
-`total_samples`, `states`, `categories`, `top_self`, `top_total`. A capture without
-`states` has no state rows. Output: TypedDicts (`Judgement`, `SeriesShift`) that the
-dashboard stores as JSON.
+`total_samples`, `states`, `categories`, `top_self`, `top_total`, or a step-thread view
+of one (comparable.step_view: `states` with `user_callers`, `functions` of the user's
+code). A capture without `states` has no state rows. Output: TypedDicts (`Judgement`,
+`SeriesShift`) that the dashboard stores as JSON.
 
 Pairs. Every row compared (each thread state, each category, and the frames of the
 top `top_frames` of either side's `top_self` and `top_total`) gets a two-proportion
@@ -31,7 +32,10 @@ CHANGED = "changed"
 UNCHANGED = "unchanged"
 TOO_FEW = "too few samples"
 Verdict = Literal["changed", "unchanged", "too few samples"]
-Kind = Literal["state", "category", "self", "total"]
+Kind = Literal["state", "category", "self", "total", "function"]
+LISTS = {"self": ("top_self", "frame"), "total": ("top_total", "frame"),
+         "function": ("functions", "function")}  # fmt: skip
+"""Kinds of rows read from a truncated list: (its stats field, the row's name field)."""
 MAX_TRACKED_CATEGORIES = 20
 
 
@@ -69,6 +73,8 @@ class Row(TypedDict):
     bound: str
     moved: bool
     aliases: list[str]
+    where: str
+    """The user's code it points at: a function's line, a state's top user caller."""
 
 
 class Judgement(TypedDict):
@@ -103,9 +109,9 @@ def share_counts(stats: Mapping[str, Any], top_frames: int = 15) -> dict[str, Co
             counts[f"state:{row['state']}"] = {"samples": int(row["samples"]), "exact": True}
     for row in stats.get("categories") or []:
         counts[f"category:{row['category']}"] = {"samples": int(row["samples"]), "exact": True}
-    for kind, field in (("self", "top_self"), ("total", "top_total")):
+    for kind, (field, name) in LISTS.items():
         for row in (stats.get(field) or [])[:top_frames]:
-            counts[f"{kind}:{row['frame']}"] = {"samples": int(row["samples"]), "exact": True}
+            counts[f"{kind}:{row[name]}"] = {"samples": int(row["samples"]), "exact": True}
     return counts
 
 
@@ -114,10 +120,11 @@ def _fill_bounds(stats: Mapping[str, Any], own: dict[str, Count], other: Iterabl
     side's whole list as an upper bound (the lists are truncated)."""
     for key in other:
         kind, _, name = key.partition(":")
-        if key in own or kind not in ("self", "total"):
+        if key in own or kind not in LISTS:
             continue
-        rows = stats.get("top_self" if kind == "self" else "top_total") or []
-        found = next((r for r in rows if r["frame"] == name), None)
+        field, named = LISTS[kind]
+        rows = stats.get(field) or []
+        found = next((r for r in rows if r[named] == name), None)
         if found is not None:
             own[key] = {"samples": int(found["samples"]), "exact": True}
         else:
@@ -153,6 +160,7 @@ def tracked_counts(
     )[:MAX_TRACKED_CATEGORIES]
     wanted = [*states, *categories]
     wanted += [f"self:{r['frame']}" for r in (baseline.get("top_self") or [])[:frames]]
+    wanted += [f"function:{r['function']}" for r in (baseline.get("functions") or [])[:frames]]
     own = share_counts(stats, top_frames=0)
     _fill_bounds(stats, own, wanted)
     return {key: [own[key]["samples"], total] for key in wanted if key in own}
@@ -222,6 +230,7 @@ def _row(key: str, counts: tuple[Count, Count], totals: tuple[int, int]) -> Row:
         "bound": bound,
         "moved": False,
         "aliases": [],
+        "where": "",
     }
 
 
@@ -279,6 +288,8 @@ def judge(
             and abs(row["delta_points"]) >= options.min_effect_points
         )
     rows.sort(key=lambda r: (not r["moved"], -abs(r["delta_points"]), r["key"]))
+    for row in rows:
+        row["where"] = where(row, before, after)
     moved = [r for r in rows if r["moved"]]
     compared = _named(rows)
     result.update(verdict=CHANGED if moved else UNCHANGED, rows_compared=compared)
@@ -304,4 +315,25 @@ def row_label(row: Mapping[str, Any]) -> str:
         return name.replace("_", " ")
     if row["kind"] == "category":
         return f"{name} (category)"
+    if row["kind"] == "function":
+        return name
     return f"{name} ({row['kind']})"
+
+
+def where(row: Row, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """The line of the user's code a row points at: a function's hottest line; for a
+    state, its top user caller on the side where it is larger ('' when unknown)."""
+    if row["kind"] == "function":
+        for stats in (after, before):
+            found = next(
+                (f for f in stats.get("functions") or [] if f["function"] == row["name"]), None
+            )
+            if found:
+                return str(found["frame"])
+        return ""
+    if row["kind"] != "state":
+        return ""
+    side = after if row["delta_points"] >= 0 else before
+    state = next((s for s in side.get("states") or [] if s["state"] == row["name"]), None)
+    callers = (state or {}).get("user_callers") or []
+    return str(callers[0]["frame"]) if callers else ""

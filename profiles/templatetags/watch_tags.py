@@ -47,6 +47,7 @@ def run_watch_panel(context, run, processes):
     return {
         "run": run,
         "ranks": watch_selectors.run_ranks(run.pk, list(processes)),
+        "all_roles": watch_selectors.all_roles_watch(run.pk),
         "can_launch": can_launch(context["request"].user),
         "targets": NotifyTarget.objects.all(),
         "csrf_token": context.get("csrf_token"),

@@ -60,3 +60,15 @@ def test_frame_names_in_the_dump_verdict_and_tree_stay_text(open_tab, teammate):
     expect(page.locator("#stack-tree")).to_contain_text(evil)
     expect(page.locator("#job-report img, #job-report b")).to_have_count(0)
     assert page.evaluate("() => window.__pwned") is None
+
+
+def test_the_page_of_a_recorded_hung_job_says_stuck_where_it_named_a_straggler(
+    open_tab, teammate, monkeypatch
+):
+    from tests.support.recorded_jobs import record_group
+
+    group, _ = record_group(monkeypatch, "hung")
+    page = open_tab(teammate).goto(f"/groups/{group.pk}/")
+    expect(page.locator("#straggler")).to_contain_text("rank-2 is where the job is stuck")
+    expect(page.locator("#job-report")).to_contain_text("wait_for_lock (hang_train.py:")
+    expect(page.locator("#job-report")).not_to_contain_text("remove that excess")

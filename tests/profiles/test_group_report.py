@@ -213,3 +213,18 @@ def test_the_catch_up_goes_on_when_storing_one_group_raises(monkeypatch, recorde
     monkeypatch.setattr(group_report, "group_report_update", update)
     assert group_report.group_reports_catch_up() == 1
     assert sorted(calls) == sorted([group.pk, other.pk])
+
+
+def test_a_recorded_capture_of_a_hung_job_says_it_is_stuck_not_that_a_step_is_slow(
+    monkeypatch, teammate_client
+):
+    """The real 4-rank job whose rank 2 waits for a lock file (tests/data/jobs/hung)."""
+    group, _ = record_group(monkeypatch, "hung")
+    body = teammate_client.get(f"/api/groups/{group.pk}/").json()
+    assert body["report_status"] == "stored"
+    rules = [f["rule"] for f in body["findings"]]
+    assert "stuck" in rules and "straggler" not in rules
+    stuck = body["findings"][rules.index("stuck")]
+    assert stuck["severity"] == "high" and stuck["ranks"] == ["rank-2"]
+    assert "wait_for_lock (hang_train.py:" in stuck["title"]
+    assert "remove that excess" not in stuck["advice"]

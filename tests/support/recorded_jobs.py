@@ -8,9 +8,12 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from django.utils import timezone
+
 from profiles import enqueue, group_pipeline, jobs, pipeline
 from profiles.models import Capture, CaptureGroup
 from runs import remote
+from runs.models import Launch, Run, RunProcess
 from tests import factories
 
 JOBS = Path(__file__).resolve().parents[1] / "data" / "jobs"
@@ -27,15 +30,42 @@ def recorded(case: str, rank: int) -> tuple[bytes, str]:
     return raw, Path(f"{plain}.log").read_text(encoding="utf-8")
 
 
+PIDS_PER_LAUNCH = 100
+
+
+def relaunch(run: Run) -> Launch:
+    """A new launch of `run`: each current process exits and is replaced by a process of
+    the same role with a new PID (FIRST_PID + 100 × launches before + rank)."""
+    if not run.launches.exists():
+        first = Launch.objects.create(run=run, number=1, key="launch-1")
+        run.processes.filter(launch=None).update(launch=first)
+    number = run.launches.count() + 1
+    launch = Launch.objects.create(run=run, number=number, key=f"launch-{number}")
+    now = timezone.now()
+    for old in run.processes.filter(replaced_at__isnull=True).order_by("pid"):
+        new = RunProcess.objects.create(
+            run=run,
+            host=old.host,
+            pid=old.pid + PIDS_PER_LAUNCH,
+            role=old.role,
+            launch=launch,
+            alive=True,
+            checked_at=now,
+        )
+        RunProcess.objects.filter(pk=old.pk).update(alive=False, replaced_at=now, replaced_by=new)
+    return launch
+
+
 def record_group(
-    monkeypatch, case: str, *, analyse: bool = True, run_name: str = ""
+    monkeypatch, case: str, *, analyse: bool = True, run_name: str = "", run: Run | None = None
 ) -> tuple[CaptureGroup, list[int]]:
     """A 4-rank group whose ranks recorded `case`; (group, capture ids by rank).
 
     With `analyse` every rank is analysed (the last one stores the job report);
-    without, the ranks wait in `parsing` for the test to analyse them."""
+    without, the ranks wait in `parsing` for the test to analyse them. With `run`, the
+    group is of that run's current processes (after `relaunch`, the new launch's)."""
     monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
-    run = factories.job_run(ranks=RANKS, name=run_name or f"gloo-{case}")
+    run = run or factories.job_run(ranks=RANKS, name=run_name or f"gloo-{case}")
     group = jobs.capture_group_create(
         user=None, run=run, duration=10, rate=40, idle=case not in NO_IDLE
     )
@@ -44,7 +74,7 @@ def record_group(
         session.on_ready()
         results, logs = {}, {}
         for pid in pids:
-            raw, log = recorded(case, pid - factories.FIRST_PID)
+            raw, log = recorded(case, (pid - factories.FIRST_PID) % PIDS_PER_LAUNCH)
             results[pid] = remote.RecordResult(raw, log, "", 0, "duration", 10.1)
             logs[pid] = log
         return remote.ManyResult(results, logs)
