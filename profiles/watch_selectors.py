@@ -198,10 +198,18 @@ def watches_of_rank(capture: Capture) -> list[Watch]:
     return list(watches_for(capture).select_related("baseline"))
 
 
-def run_ranks(run_id: int, processes: list[Any]) -> list[dict[str, Any]]:
-    """Per rank of a run (a role, or a process without one): its watch, or the latest
-    done capture that could be its baseline."""
-    watched = {(w.role, w.process_id if not w.role else None): w for w in _run_watches(run_id)}
+def run_watch_panel(run_id: int, processes: list[Any]) -> dict[str, Any]:
+    """The run page's watches in one query: per rank (a role, or a process without one)
+    its watch or the latest done capture that could be its baseline; and the run's
+    all-roles watch, if it has one."""
+    watches = list(
+        Watch.objects.filter(run_id=run_id)
+        .select_related("baseline")
+        .prefetch_related(Prefetch("judgements", queryset=Judgement.objects.order_by("-judged_at")))
+    )
+    watched = {
+        (w.role, w.process_id if not w.role else None): w for w in watches if not w.all_roles
+    }
     ranks: dict[tuple, dict[str, Any]] = {}
     for p in processes:
         key = (p.role, None if p.role else p.pk)
@@ -210,18 +218,8 @@ def run_ranks(run_id: int, processes: list[Any]) -> list[dict[str, Any]]:
     for key, entry in ranks.items():
         entry["watch"] = watched.get(key)
         entry["latest"] = _latest_done(run_id, entry["role"], entry["process"])
-    return list(ranks.values())
-
-
-def all_roles_watch(run_id: int) -> Watch | None:
-    """The run's all-roles watch, if it has one."""
-    return Watch.objects.filter(run_id=run_id, all_roles=True).select_related("baseline").first()
-
-
-def _run_watches(run_id: int) -> QuerySet[Watch]:
-    return Watch.objects.filter(run_id=run_id, all_roles=False).prefetch_related(
-        Prefetch("judgements", queryset=Judgement.objects.order_by("-judged_at"))
-    )
+    every_role = next((w for w in watches if w.all_roles), None)
+    return {"ranks": list(ranks.values()), "all_roles": every_role}
 
 
 def _latest_done(run_id: int, role: str, process: Any) -> Capture | None:

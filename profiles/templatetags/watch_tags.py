@@ -46,8 +46,7 @@ def run_watch_panel(context, run, processes):
     """The run's ranks: each one's watch, or an offer to watch it with its latest capture."""
     return {
         "run": run,
-        "ranks": watch_selectors.run_ranks(run.pk, list(processes)),
-        "all_roles": watch_selectors.all_roles_watch(run.pk),
+        **watch_selectors.run_watch_panel(run.pk, list(processes)),
         "can_launch": can_launch(context["request"].user),
         "targets": NotifyTarget.objects.all(),
         "csrf_token": context.get("csrf_token"),
