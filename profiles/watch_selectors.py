@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Case, F, Prefetch, Q, QuerySet, Value, When, Window
+from django.db.models.functions import RowNumber
 
 from runs.permissions import can_administer_hosts
 
@@ -215,19 +216,33 @@ def run_watch_panel(run_id: int, processes: list[Any]) -> dict[str, Any]:
         key = (p.role, None if p.role else p.pk)
         entry = ranks.setdefault(key, {"role": p.role, "process": p, "pids": []})
         entry["pids"].append(p.pid)
+    latest = _latest_done(run_id, list(ranks))
     for key, entry in ranks.items():
         entry["watch"] = watched.get(key)
-        entry["latest"] = _latest_done(run_id, entry["role"], entry["process"])
+        entry["latest"] = latest.get(key)
     every_role = next((w for w in watches if w.all_roles), None)
     return {"ranks": list(ranks.values()), "all_roles": every_role}
 
 
-def _latest_done(run_id: int, role: str, process: Any) -> Capture | None:
-    rank = {"process__role": role} if role else {"process": process}
-    return (
-        Capture.objects.filter(run_id=run_id, status=Capture.Status.DONE, **rank)
-        .exclude(kind=Capture.Kind.DUMP)
-        .only("pk", "queued_at")
-        .order_by("-queued_at")
-        .first()
+def _latest_done(run_id: int, keys: list[tuple]) -> dict[tuple, Capture]:
+    """Per rank key, (role, None) or ("", process id): its latest done capture (not a
+    dump), in one query whatever the number of ranks (a window per rank)."""
+    if not keys:
+        return {}
+    roles = [role for role, _ in keys if role]
+    loose = [pk for role, pk in keys if not role]
+    rank = Case(When(process__role="", then=F("process_id")), default=Value(None))
+    newest = Window(
+        RowNumber(),
+        partition_by=[F("process__role"), rank],
+        order_by=[F("queued_at").desc(), F("pk").desc()],
     )
+    rows = (
+        Capture.objects.filter(run_id=run_id, status=Capture.Status.DONE)
+        .filter(Q(process__role__in=roles) | Q(process__role="", process_id__in=loose))
+        .exclude(kind=Capture.Kind.DUMP)
+        .only("pk", "queued_at", "process_id")
+        .annotate(role=F("process__role"), newest=newest)
+        .filter(newest=1)
+    )
+    return {(c.role, None if c.role else c.process_id): c for c in rows}
