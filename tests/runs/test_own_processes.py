@@ -4,6 +4,7 @@ runs under them, the database and broker it uses), refused to operators with a 4
 naming the reason on every path (one capture, a whole-job capture, a schedule, the
 worker that would start py-spy), and nothing is saved when refused."""
 
+import contextlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from profiles.models import Capture, CaptureGroup
 from runs import own_processes
 from runs.models import Host, Run, RunProcess
 from runs.permissions import OwnProcessRefused, refuse_own_process
-from tests.support.procs import descendants, wait_until
+from tests.support.procs import descendants, pids, wait_until
 
 pytestmark = pytest.mark.django_db
 BASE = Path(settings.BASE_DIR)
@@ -84,13 +85,13 @@ def _listener(port: int) -> int | None:
         for fields in own_processes._rows(Path("/proc/net") / table)
         if fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port
     }
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
-        try:
-            link = os.readlink(fd)
-        except OSError:
-            continue
-        if link.startswith("socket:[") and link[8:-1] in inodes:
-            return int(fd.parent.parent.name)
+    for pid in pids():
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:[") and link[8:-1] in inodes:
+                        return pid
     return None
 
 

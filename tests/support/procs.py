@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -22,13 +23,19 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
+def pids() -> list[int]:
+    """Every pid in /proc now. A listing, not a glob: pathlib's glob stats each entry and
+    raises ProcessLookupError when a process exits between the listing and the stat."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
 def _children_by_parent() -> dict[int, list[int]]:
     """Every process on the machine (zombies included) under its parent's pid."""
     parents: dict[int, list[int]] = {}
-    for path in Path("/proc").glob("[0-9]*/stat"):
-        fields = stat(int(path.parent.name))
+    for pid in pids():
+        fields = stat(pid)
         if fields is not None:
-            parents.setdefault(int(fields[1]), []).append(int(path.parent.name))
+            parents.setdefault(int(fields[1]), []).append(pid)
     return parents
 
 

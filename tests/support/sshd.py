@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.support import procs
+
 SSHD = Path("/usr/sbin/sshd")
 ALIAS = "flamedeck-test"
 
@@ -63,22 +65,6 @@ def _keygen(path: Path) -> None:
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "flamedeck-test", "-f", str(path)],
         check=True,
     )
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid`, children first found by walking /proc."""
-    parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            # The command name may hold spaces or parentheses; ppid follows the last ')'.
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, queue = [], [pid]
-    while queue:
-        children = parents.get(queue.pop(), [])
-        found += children
-        queue += children
-    return found
 
 
 def _listening(port: int) -> bool:
@@ -172,7 +158,7 @@ class SSHServer:
         established connections drop as they would when a machine dies."""
         if self.process is None:
             return
-        for pid in [*_descendants(self.process.pid), self.process.pid]:
+        for pid in [*procs.descendants(self.process.pid), self.process.pid]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.process.wait()
