@@ -33,7 +33,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
-from profiles import group_report  # noqa: E402
+from profiles.jobs import report as group_report  # noqa: E402
 from profiles.models import Capture, CaptureGroup  # noqa: E402
 from runs.models import Host, RunProcess  # noqa: E402
 from tests.support.recorded_jobs import record_group  # noqa: E402

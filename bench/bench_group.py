@@ -82,7 +82,7 @@ DUMP = {"kind": "dump", "repeat": 3, "interval": 1}
 
 
 def _measure(client, run_id: int, worker, duration: int, dump: bool = False) -> dict:
-    from profiles import jobs
+    from profiles.jobs import services as jobs
     from profiles.models import CaptureGroup
 
     t0 = time.monotonic()

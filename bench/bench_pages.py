@@ -63,10 +63,10 @@ def big_raw(unique: int) -> bytes:
 
 
 def make_data(owner):
-    from profiles import services
+    from profiles.captures import services
     from profiles.models import Capture
     from runs.models import Host, Run, RunProcess
-    from tests.profiles.test_views import fake_stats
+    from tests.profiles.web.test_views import fake_stats
 
     host = Host.objects.get(name="local")
     run = Run.objects.create(name="bench run")

@@ -139,7 +139,7 @@ import django
 django.setup()
 from django.conf import settings
 from profiles import pyspy
-from profiles.capture_files import export_bytes
+from profiles.storage.files import export_bytes
 
 def vm_hwm():
     for line in Path("/proc/self/status").read_text().splitlines():

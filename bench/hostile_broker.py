@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SEND = """
 import django, sys
 django.setup()
-from profiles.enqueue import analysis_enqueue
+from profiles.captures.enqueue import analysis_enqueue
 start, count = int(sys.argv[1]), int(sys.argv[2])
 for i in range(start, start + count):
     analysis_enqueue(capture_id=10**9 + i)

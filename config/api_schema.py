@@ -3,7 +3,7 @@ the token header as a security scheme, the answers every endpoint shares (errors
 and the recursive flamegraph node, which serializers cannot express.
 
 Each view documents itself with `extend_schema` (see runs/api_schema.py and
-profiles/api_schema.py); tests/config/test_api_schema.py fails on an /api/ path the
+profiles/api/schema.py); tests/config/test_api_schema.py fails on an /api/ path the
 schema lacks and on a field without a description.
 """
 

@@ -3,8 +3,10 @@
 from django.urls import path
 
 from config import api_views
-from profiles import api as profiles_api
-from profiles import compare_groups, compare_views, group_views, watch_api
+from profiles.api import views as profiles_api
+from profiles.compare import groups as compare_groups
+from profiles.compare import views as compare_views
+from profiles.watches import api as watch_api
 from runs import api as runs_api
 
 app_name = "api"
@@ -27,7 +29,7 @@ urlpatterns = [
     path("register/", runs_api.register, name="register"),
     path("runs/<int:pk>/capture/", profiles_api.run_capture_all, name="run_capture_all"),
     path("groups/<int:pk>/", profiles_api.group_detail, name="group_detail"),
-    path("groups/<int:pk>/live/", group_views.group_live, name="group_live"),
+    path("groups/<int:pk>/live/", profiles_api.group_live, name="group_live"),
     path("groups/<int:pk>/flamegraph/", profiles_api.group_flamegraph, name="group_flamegraph"),
     path("captures/", profiles_api.capture_list, name="capture_list"),
     path("captures/import/", profiles_api.capture_import, name="capture_import"),

@@ -24,9 +24,9 @@ os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 app = Celery("flamedeck")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# Beat's periodic tasks are entry points above the services (profiles/beat.py).
+# Beat's periodic tasks are entry points above the services (profiles/captures/beat.py).
 app.autodiscover_tasks(related_name="beat")
-# Regression watches: judging a capture and sending its messages (profiles/watch_tasks.py).
+# Regression watches: judging a capture and sending its messages (profiles/watches/tasks.py).
 app.autodiscover_tasks(related_name="watch_tasks")
 
 

@@ -27,7 +27,7 @@ def state_rules_check(app_configs, **kwargs) -> list[Error]:
     every capture analysed would fail with that reason)."""
     if not settings.FLAMEDECK_STATE_RULES:
         return []
-    from profiles.pipeline import StateRulesError, state_rules_configured
+    from profiles.captures.pipeline import StateRulesError, state_rules_configured
 
     try:
         state_rules_configured()

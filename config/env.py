@@ -107,7 +107,7 @@ def artifacts_storage(spec: str, media_root: str, *, name: str = "--to") -> dict
             "OPTIONS": {"location": media_root},
         }
     if spec == "database":
-        return {"BACKEND": "profiles.dbstorage.DatabaseStorage"}
+        return {"BACKEND": "profiles.storage.database.DatabaseStorage"}
     parts = urlsplit(spec)
     if parts.scheme != "s3" or not parts.hostname:
         raise ImproperlyConfigured(

@@ -294,7 +294,7 @@ FLAMEDECK_KNOWN_HOSTS = env_str("FLAMEDECK_KNOWN_HOSTS") or None
 FLAMEDECK_RAW_BUDGET_MB = env_int("FLAMEDECK_RAW_BUDGET_MB", 5000, minimum=1)
 FLAMEDECK_FLAMEGRAPH_NODES = env_int("FLAMEDECK_FLAMEGRAPH_NODES", 20000, minimum=100)
 # Each analysis runs in a child process under a time limit that grows with the file
-# and a memory limit (profiles.budget); past either it ends failed, naming the limit.
+# and a memory limit (profiles.captures.budget); past either it ends failed, naming the limit.
 FLAMEDECK_ANALYSIS_TIME_S = env_int("FLAMEDECK_ANALYSIS_TIME_S", 60, minimum=1)
 FLAMEDECK_ANALYSIS_S_PER_MB = env_int("FLAMEDECK_ANALYSIS_S_PER_MB", 2, minimum=0)
 FLAMEDECK_ANALYSIS_MEMORY_MB = env_int("FLAMEDECK_ANALYSIS_MEMORY_MB", 2048, minimum=64)
@@ -392,10 +392,10 @@ SPECTACULAR_SETTINGS = {
     "RENDERER_WHITELIST": ["rest_framework.renderers.JSONRenderer"],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "CaptureStatusEnum": "profiles.api_schema.STATUSES",
-        "GroupStatusEnum": "profiles.api_schema.GROUP_STATUSES",
+        "CaptureStatusEnum": "profiles.api.schema.STATUSES",
+        "GroupStatusEnum": "profiles.api.schema.GROUP_STATUSES",
         "RunStatusEnum": "runs.api_schema.RUN_STATUSES",
-        "CaptureKindEnum": "profiles.api_schema.KINDS",
+        "CaptureKindEnum": "profiles.api.schema.KINDS",
         "RequestKindEnum": ["record", "dump"],
     },
     "POSTPROCESSING_HOOKS": [

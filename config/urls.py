@@ -2,11 +2,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from profiles import run_urls
 from runs import urls as runs_urls
+from runs.pages import urls as run_urls
 
 # One `runs` namespace for the run and host pages: runs' own forms, and the pages that
-# show captures, which live in profiles (profiles imports runs, never the reverse).
+# show captures (runs.pages, the one part of runs that reads profiles).
 RUNS_PAGES = (runs_urls.urlpatterns + run_urls.urlpatterns, "runs")
 
 urlpatterns = [
@@ -16,6 +16,6 @@ urlpatterns = [
     path("api/", include("config.api_urls")),
     path("", include(RUNS_PAGES)),
     path("", include("profiles.urls")),
-    path("", include("profiles.compare_urls")),
-    path("watches/", include("profiles.watch_urls")),
+    path("", include("profiles.compare.urls")),
+    path("watches/", include("profiles.watches.urls")),
 ]

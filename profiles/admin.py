@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from .artifacts import ARTIFACT_FIELDS
+from profiles.storage.artifacts import ARTIFACT_FIELDS
+
 from .models import Capture, CaptureGroup, Comment, Keyword, KeywordSet
 
 
@@ -72,4 +73,4 @@ class CaptureGroupAdmin(admin.ModelAdmin):
     raw_id_fields = ["run"]
 
 
-from . import watch_admin  # noqa: E402, F401 — the watches register their own admin
+from profiles.watches import admin as watch_admin  # noqa: E402, F401 — the watches register their own admin

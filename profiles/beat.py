@@ -8,7 +8,9 @@ Their names stay `profiles.tasks.*`, the names beat schedules.
 from celery import shared_task
 from django.conf import settings
 
-from . import group_report, jobs, redelivery, services
+from profiles.captures import redelivery, services
+from profiles.jobs import report as group_report
+from profiles.jobs import services as jobs
 
 
 @shared_task(name="profiles.tasks.reap_lost_captures")

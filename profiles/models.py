@@ -6,12 +6,11 @@ from django.db import models
 from django.urls import reverse
 
 from config.params import pid_validators
+from profiles.captures.comments import render_comment
 from profiles.pyspy import keyword_problem
+from profiles.storage.artifacts import artifact_storage
 from runs import capture_settings
 from runs.models import Host, Run, RunProcess, Tag
-
-from .artifacts import artifact_storage
-from .comment_html import render_comment
 
 
 class KeywordSet(models.Model):
@@ -321,7 +320,7 @@ class Comment(models.Model):
     """A team member's note on a capture, optionally pinned to one frame.
 
     `body_html` is the Markdown `body` rendered and sanitised when the comment is
-    saved (profiles.comment_html), so showing a page never parses Markdown.
+    saved (profiles.captures.comments), so showing a page never parses Markdown.
     """
 
     capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="comments")
@@ -347,7 +346,8 @@ class Comment(models.Model):
 
 
 class Artifact(models.Model):
-    """A stored file of `profiles.dbstorage.DatabaseStorage` (FLAMEDECK_ARTIFACTS=database)."""
+    """A stored file of `profiles.storage.database.DatabaseStorage`
+    (FLAMEDECK_ARTIFACTS=database)."""
 
     name = models.CharField(max_length=300, unique=True)
     content = models.BinaryField()
@@ -359,4 +359,4 @@ class Artifact(models.Model):
 
 
 # Regression watches (docs/watches.md): their own module, registered with this app here.
-from .watch_models import Alert, Delivery, Judgement, NotifyTarget, Watch  # noqa: E402, F401
+from profiles.watches.models import Alert, Delivery, Judgement, NotifyTarget, Watch  # noqa: E402, F401

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import group_views, views
+from profiles.jobs import views as group_views
+from profiles.web import views
 
 app_name = "profiles"
 urlpatterns = [

@@ -115,7 +115,7 @@ def _replaced(holder: RunProcess, launch: Launch) -> bool:
 def launch_timeline(*, run: Run, now: datetime | None = None) -> list[dict[str, Any]]:
     """The run's launches, oldest first: number, key, start (first process attached),
     end (the last of its processes exited or was replaced; None while one may run),
-    roles, and `groups` (empty here: profiles.selectors.launch_groups adds the whole-job
+    roles, and `groups` (empty here: profiles.captures.selectors.launch_groups adds the whole-job
     captures of its processes; runs never reads profiles), with positions in percent of
     the span from the first launch's start to now (or the last end) for the timeline."""
     launches = list(run.launches.prefetch_related("processes"))

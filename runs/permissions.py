@@ -67,7 +67,7 @@ host_admin_required = page_permission(can_administer_hosts, "Creating hosts is f
 def redact_check(check: dict | None, *, local: bool, user) -> dict:
     """A host check as `user` may see it: the command lines of the server's own
     processes (a local host) only for host administrators, hidden by the redaction
-    every capture output passes through (profiles.redact)."""
+    every capture output passes through (profiles.captures.redact)."""
     check = dict(check or {})
     if local and not can_administer_hosts(user):
         return redaction.hide(check)

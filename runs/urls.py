@@ -1,6 +1,6 @@
 """Runs' own forms. They share the `runs` namespace with the run and host pages of
-profiles/run_urls.py, which show captures (profiles imports runs, never the reverse);
-config/urls.py puts the two lists under that one name."""
+runs/pages/urls.py, which show captures (runs.pages reads profiles; the rest of runs
+never does); config/urls.py puts the two lists under that one name."""
 
 from django.urls import path
 

@@ -3,7 +3,7 @@ edit a host, attach a host's processes to a run.
 
 Creating and editing needs the launch permission (operators); hosts' connection
 settings need host admins. The pages that show runs and hosts with their captures are
-profiles/run_views.py (profiles imports runs, never the reverse).
+runs/pages/views.py (profiles imports runs, never the reverse).
 """
 
 from django.contrib import messages

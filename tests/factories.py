@@ -12,7 +12,7 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from profiles.models import Capture, CaptureGroup
-from profiles.watch_models import NotifyTarget, Watch
+from profiles.watches.models import NotifyTarget, Watch
 from runs.models import Host, Run, RunProcess
 
 STATES = ("compute", "data_wait", "host_sync", "collective", "idle")
@@ -106,7 +106,7 @@ def job_run(*, ranks: int, name: str = "gloo-job", host_: Host | None = None) ->
     return made
 
 
-# --- share series (profiles/series.py) and downloads -------------------------------------
+# --- share series (profiles/compare/series.py) and downloads -------------------------------------
 
 
 def share_stats(
@@ -236,7 +236,7 @@ def dump_thread(frames: list[str], *, name: str = "MainThread", tid: int = 1, ac
 def whole_job_dump(run: Run, series: dict[str, list[list[dict]]]) -> CaptureGroup:
     """A whole-job dump whose ranks (roles of `series`, on the local host) ended with
     these successive dumps (each a list of dump_thread), and its stored `stacks`."""
-    from profiles import group_report
+    from profiles.jobs import report as group_report
 
     group = CaptureGroup.objects.create(run=run, kind="dump", dump_repeat=3)
     for i, (role, dumps) in enumerate(series.items()):

@@ -21,10 +21,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from profiles.jobs import capture_group_create
+from profiles.jobs.services import capture_group_create
 from profiles.models import Capture, Comment, KeywordSet
 from runs.models import Host, HostChange, Run, RunProcess
-from tests.profiles.test_views import RAW, imported
+from tests.profiles.web.test_views import RAW, imported
 from tests.support.walk import WalkClient
 
 pytestmark = pytest.mark.django_db
@@ -259,7 +259,7 @@ READS = {
     "/": ["host", "page"],
     "/runs/{run}/": ["page"],
     # ?compare= only pre-ticks a box; a bad one is left unticked by design
-    # (tests/profiles/test_capture_page.py), so it is not listed here.
+    # (tests/profiles/web/test_capture_page.py), so it is not listed here.
     "/captures/": ["host", "run", "page"],
     "/captures/import/": ["run"],
     "/captures/{done}/": ["ks"],
@@ -612,7 +612,7 @@ def _watch_row(watch) -> tuple:
 
 
 def test_bad_watch_requests_are_refused_with_400_naming_the_field_and_save_nothing(world, corpus):
-    from profiles.watch_models import Alert, NotifyTarget, Watch
+    from profiles.watches.models import Alert, NotifyTarget, Watch
     from tests import factories
 
     baseline = factories.capture(world["process"], factories.state_stats(5000))

@@ -26,8 +26,9 @@ from urllib.parse import quote, urlencode
 import pytest
 from django.test import Client
 
-from profiles import capture_files, pipeline, redact, services
+from profiles.captures import pipeline, redact, services
 from profiles.models import Capture, CaptureGroup, Comment, KeywordSet
+from profiles.storage import files as capture_files
 from runs import services as run_services
 from runs.models import Host, Run, RunProcess
 from tests.support.procs import descendants, wait_until
@@ -113,7 +114,7 @@ def _queries(world) -> list[str]:
     """Query strings that make the walked pages pick captures, views, threads, frames."""
     a, b = (c.pk for c in world["records"])
     # Frames as a viewer can name them (the secret in a query would only be echoed; a
-    # right guess finds nothing: tests/profiles/test_redact.py).
+    # right guess finds nothing: tests/profiles/captures/test_redact.py).
     frames = [f'process {world["records"][0].pid}:"{redact.HIDDEN}"', "hold (<string>:5)"]
     picks = [{"a": a, "b": b}, {"a": a, "b": b, "view": "before"}]
     picks += [{"a": a, "b": world["dump"].pk}, {"capture": a}, {"thread": "MainThread"}]

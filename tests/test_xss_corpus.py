@@ -13,10 +13,10 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import reverse
 
-from profiles import jobs
+from profiles.jobs import services as jobs
 from profiles.models import Capture, Comment, Keyword, KeywordSet
 from runs.models import Host, HostChange, Run, RunProcess, Tag
-from tests.profiles.test_views import IMG, XSS, imported
+from tests.profiles.web.test_views import IMG, XSS, imported
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +41,7 @@ def _markup(payload: str) -> str:
 
 @pytest.fixture
 def hostile_world(owner, host_admin, monkeypatch):
-    from profiles import enqueue
+    from profiles.captures import enqueue
 
     monkeypatch.setattr(enqueue, "capture_enqueue", lambda *, capture: None)
     monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)

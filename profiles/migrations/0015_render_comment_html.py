@@ -1,6 +1,6 @@
 """Existing comments get their stored HTML (pages no longer render Markdown).
 
-The renderer is frozen here, copied from profiles/comment_html.py as it was when this
+The renderer is frozen here, copied from profiles/captures/comments.py as it was when this
 migration was written (not imported from it), so this migration means the same thing
 whenever it runs: markdown-it (CommonMark plus tables, nesting bounded, raw HTML shown
 as text), then nh3 keeping only the tags below.

@@ -26,7 +26,7 @@ expressions users and operators write (`re:` keywords, state rules) run on RE2
 exponential time on them and nothing can stop it.
 """
 
-__version__ = "1.0"
+from .version import __version__  # noqa: F401
 
 from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
 from .dump import parse_dump, parse_dump_series  # noqa: E402

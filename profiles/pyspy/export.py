@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from . import __version__
+from .version import __version__
 from .frames import parse_process, parse_thread, split_location
 from .profile import Profile, ProfileBuilder
 

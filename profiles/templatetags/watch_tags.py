@@ -3,12 +3,12 @@ panels (self-contained, so those pages need one line each), and alert lines."""
 
 from django import template
 
+from profiles.watches import selectors as watch_selectors
+from profiles.watches.messages import alert_line
+from profiles.watches.models import Alert, NotifyTarget
 from runs.permissions import can_launch
 
-from .. import watch_selectors
 from ..pyspy.regression import row_label
-from ..watch_messages import alert_line
-from ..watch_models import Alert, NotifyTarget
 
 register = template.Library()
 

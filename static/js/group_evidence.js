@@ -1,5 +1,5 @@
 // The whole-job capture page's evidence: the whole-job report the analysis stored on the group
-// (profiles/group_report.py): findings first, the straggler explained by what it does
+// (profiles/jobs/report.py): findings first, the straggler explained by what it does
 // more, classes of ranks that behave alike, each rank's step-thread states. Until
 // every rank has ended there is no verdict, only the reason. Frames link to the
 // flamegraph and the sandwich of the rank they were measured on. Untrusted text

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from playwright.sync_api import expect
 
-from profiles import services
+from profiles.captures import services
 from profiles.models import Capture, CaptureGroup
 from runs.models import Host, Run, RunProcess
 

@@ -142,7 +142,7 @@ def test_a_capture_started_from_the_host_page_can_be_cancelled(
 
 def test_a_teammate_sees_no_capture_button_and_still_comments(open_tab, teammate, owner):
     from runs.models import Host, Run, RunProcess
-    from tests.profiles.test_views import imported
+    from tests.profiles.web.test_views import imported
 
     run = Run.objects.create(name="r")
     RunProcess.objects.create(run=run, host=Host.objects.get(name="local"), pid=1, role="target-0")

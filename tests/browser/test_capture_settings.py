@@ -6,7 +6,7 @@ capture buttons of a run following what "Capture all" remembered on it."""
 import pytest
 from playwright.sync_api import expect
 
-from profiles import enqueue
+from profiles.captures import enqueue
 from profiles.models import Capture
 from runs.capture_settings import BY_NAME, CONFLICTS
 from runs.models import RunProcess

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Run
-from tests.profiles.test_compare_views import make_capture
+from tests.profiles.compare.test_views import make_capture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SYNC = "cuStreamSynchronize (libcuda.so.1)"

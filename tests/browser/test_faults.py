@@ -50,7 +50,7 @@ def test_a_host_check_that_cannot_reach_the_host_never_says_py_spy_is_missing(op
 
 
 def test_the_live_capture_rows_keep_saying_that_a_retry_waits(open_tab, owner):
-    from profiles import states
+    from profiles.captures import lifecycle as states
     from runs.remote import RemoteError
 
     run = Run.objects.create(name="job", status="running")

@@ -4,7 +4,7 @@ timeline, and frame names that stay text."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.profiles.test_group_views import group  # noqa: F401 — the fixture
+from tests.profiles.jobs.test_views import group  # noqa: F401 — the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from tests.profiles.test_group_views import group  # noqa: F401 — the fixture
+from tests.profiles.jobs.test_views import group  # noqa: F401 — the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -4,7 +4,7 @@ takes it, then reloads itself into the finished capture."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.profiles.test_views import RAW
+from tests.profiles.web.test_views import RAW
 from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

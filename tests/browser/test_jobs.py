@@ -14,8 +14,11 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from profiles import enqueue, group_report, jobs, pyspy, services
-from profiles.analysis import stored_step_threads
+from profiles import pyspy
+from profiles.captures import enqueue, services
+from profiles.captures.analysis import stored_step_threads
+from profiles.jobs import report as group_report
+from profiles.jobs import services as jobs
 from profiles.models import Capture
 from runs import services as run_services
 from runs.models import Host, Run, RunProcess

@@ -7,11 +7,11 @@ at a laptop width."""
 
 import pytest
 
-from profiles import pipeline, services
+from profiles.captures import pipeline, services
 from profiles.models import Capture
 from runs.models import Host, RunProcess, Tag
 from tests.browser.conftest import SCREENSHOTS
-from tests.profiles.test_views import DUMP, LAG_LOG, fake_stats, imported
+from tests.profiles.web.test_views import DUMP, LAG_LOG, fake_stats, imported
 from tests.support.recorded_jobs import record_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

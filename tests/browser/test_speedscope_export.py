@@ -14,8 +14,10 @@ import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from profiles import capture_files, pyspy, services
+from profiles import pyspy
+from profiles.captures import services
 from profiles.pyspy.frames import split_location
+from profiles.storage import files as capture_files
 from tests.support.requirements import require
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

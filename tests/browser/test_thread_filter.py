@@ -8,7 +8,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from playwright.sync_api import expect
 
-from profiles import jobs, services
+from profiles.captures import services
+from profiles.jobs import services as jobs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

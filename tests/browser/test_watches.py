@@ -3,7 +3,7 @@ point), frame names shown as text, no page error (CSP holds: no inline code)."""
 
 import pytest
 
-from profiles.watch_judging import capture_judge
+from profiles.watches.judging import capture_judge
 from tests import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

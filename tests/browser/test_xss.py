@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from profiles.models import Capture
-from tests.profiles.test_views import IMG, RAW, XSS
+from tests.profiles.web.test_views import IMG, RAW, XSS
 from tests.test_xss_corpus import hostile_world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -17,9 +17,9 @@ from openapi_spec_validator import validate
 from rest_framework.response import Response
 
 from config.api import api
-from profiles.jobs import capture_group_create
+from profiles.jobs.services import capture_group_create
 from runs.models import Host, Run, RunProcess
-from tests.profiles.test_views import imported
+from tests.profiles.web.test_views import imported
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db
 NOT_IN_SCHEMA = {"api:schema", "api:docs"}
 HOW_TO = (
     "describe it with drf-spectacular's extend_schema (summary, request, responses "
-    "with described fields), as runs/api_schema.py and profiles/api_schema.py do"
+    "with described fields), as runs/api_schema.py and profiles/api/schema.py do"
 )
 
 

@@ -34,8 +34,8 @@ def test_a_starting_worker_loads_its_tasks_without_the_web_side():
         "import sys\n"
         "from config.celery import app\n"
         "app.loader.import_default_modules()\n"  # what a starting worker does
-        "assert 'profiles.tasks' in sys.modules\n"
-        "web = ['config.urls', 'profiles.api', 'rest_framework.serializers',\n"
+        "assert 'profiles.captures.tasks' in sys.modules\n"
+        "web = ['config.urls', 'profiles.api.views', 'rest_framework.serializers',\n"
         "       'drf_spectacular.plumbing', 'django.test']\n"
         "print(sorted(m for m in web if m in sys.modules))\n"
     )

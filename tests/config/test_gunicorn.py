@@ -18,7 +18,7 @@ from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from config.env import local_port_answers
-from profiles import services
+from profiles.captures import services
 from profiles.models import CaptureGroup, KeywordSet
 from runs.models import Host, Run
 from runs.permissions import HOST_ADMINS_GROUP, OPERATORS_GROUP

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from config import celery_app
-from profiles.tasks import analyze_capture, run_capture
+from profiles.captures.tasks import analyze_capture, run_capture
 from tests.support.worker import ROOT, worker_env
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]

@@ -1,7 +1,14 @@
-"""The capture path reads one way: views/API -> services -> tasks -> enqueue ->
-pipeline -> analysis -> runs.remote; services and tasks both send through enqueue,
-which finds tasks by name and imports neither. Checked on the source with `ast` (imports inside
-functions count too), so a new upward import fails here, not at some import time."""
+"""The house's directions, checked on the source with `ast` (imports inside functions
+count too), so a new upward import or a circle fails here, not at some import time:
+
+- packages: each capability package of profiles (and runs.pages, the run and host
+  pages) imports only the packages below it (PACKAGES);
+- no import circles between modules of config, profiles and runs;
+- the capture path: views/API -> services -> tasks -> enqueue -> pipeline -> analysis
+  -> runs.remote; services and tasks both send through enqueue, which finds tasks by
+  name and imports neither;
+- runs never imports profiles (except runs.pages), the engine neither app;
+- pages only read what the analysis stored."""
 
 import ast
 from pathlib import Path
@@ -10,15 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Top to bottom; a module may import only modules of layers below its own.
 LAYERS = [
-    ["profiles.api", "profiles.views", "profiles.group_views", "profiles.beat"],
-    ["profiles.jobs"],
-    ["profiles.services"],
-    ["profiles.tasks"],
-    ["profiles.enqueue"],
-    ["profiles.group_pipeline"],
-    ["profiles.pipeline"],
-    ["profiles.analysis"],
-    ["profiles.states"],
+    ["profiles.api.views", "profiles.web.views", "profiles.jobs.views", "profiles.beat"],
+    ["profiles.jobs.services"],
+    ["profiles.captures.services"],
+    ["profiles.captures.tasks", "profiles.jobs.tasks"],
+    ["profiles.captures.enqueue"],
+    ["profiles.jobs.pipeline"],
+    ["profiles.captures.pipeline"],
+    ["profiles.captures.analysis"],
+    ["profiles.captures.lifecycle"],
     ["runs.remote"],
 ]
 PATH_MODULES = [m for layer in LAYERS for m in layer]
@@ -86,25 +93,195 @@ def test_no_module_of_the_capture_path_imports_one_at_or_above_its_layer():
 
 def test_the_checker_sees_relative_and_function_level_imports(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from .models import Capture\ndef f():\n    from . import tasks\n")
-    assert imports_of(probe, package="profiles") == {"profiles.models", "profiles.tasks"}
-    pipeline = imports_of(ROOT / "profiles" / "pipeline.py")
-    assert {"profiles.states", "runs.remote", "profiles.pyspy"} <= pipeline
-    services = imports_of(ROOT / "profiles" / "services.py")
-    assert "profiles.enqueue" in services and "profiles.tasks" not in services
-    assert "profiles.enqueue" in imports_of(ROOT / "profiles" / "tasks.py")
+    probe.write_text("from ..models import Capture\ndef f():\n    from . import tasks\n")
+    found = imports_of(probe, package="profiles.captures")
+    assert found == {"profiles.models", "profiles.captures.tasks"}
+    pipeline = imports_of(ROOT / "profiles" / "captures" / "pipeline.py")
+    assert {"profiles.captures.lifecycle", "runs.remote", "profiles.pyspy"} <= pipeline
+    services = imports_of(ROOT / "profiles" / "captures" / "services.py")
+    assert "profiles.captures.enqueue" in services and "profiles.captures.tasks" not in services
+    tasks = imports_of(ROOT / "profiles" / "captures" / "tasks.py")
+    assert "profiles.captures.enqueue" in tasks
 
 
 def test_every_layer_names_a_module_that_exists():
     assert all(_module_file(name) for name in PATH_MODULES)
 
 
+# --- packages ------------------------------------------------------------------------
+# Top to bottom: a package imports only packages below it. The modules at the top of
+# profiles (apps, admin, urls, beat, defaults, the template tags and the management
+# commands) are entry points above every package; config is the project's plumbing
+# (settings, parameters, the API's error shapes) that every package may use, and that
+# imports the packages only from its URL lists, checks and commands.
+PACKAGES = [
+    "runs.pages",  # the run and host pages: a run's captures, launches, trends
+    "profiles.web",  # the capture pages
+    "profiles.compare",  # before and after, trends, sparklines
+    "profiles.api",  # the JSON API of captures and groups, and its OpenAPI description
+    "profiles.watches",  # regression watches and their notifications
+    "profiles.jobs",  # whole-job captures and dumps, the job report
+    "profiles.captures",  # one capture's life, its tasks and the reads of its pages
+    "profiles.storage",  # where a capture's files live
+    "profiles.models",  # the models (the watches' models register here) and signals
+    "runs",  # hosts, runs, processes, the remote seam
+    "profiles.pyspy",  # the engine: the standard library only
+]
+# What profiles.models itself imports: the storage its file fields use, the comment
+# renderer it calls on save, and the watches' models it registers (which mask their
+# notification URLs with notify). Each imports nothing of profiles but the engine and
+# the models (test below), so the models stay the floor.
+MODEL_FLOOR = {
+    "profiles.signals",
+    "profiles.storage.artifacts",
+    "profiles.captures.comments",
+    "profiles.watches.models",
+    "profiles.watches.notify",
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of config, profiles and runs (migrations aside) by dotted name."""
+    found = {}
+    for app in ("config", "profiles", "runs"):
+        for path in (ROOT / app).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the three apps it imports (a name imported from a
+    module counts as that module)."""
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for target in imports_of(path, package):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def package_of(module: str) -> str | None:
+    if module in MODEL_FLOOR or module in ("profiles.models", "profiles.signals"):
+        return "profiles.models"
+    for package in PACKAGES:
+        if module == package or module.startswith(f"{package}."):
+            return package
+    return None
+
+
+def package_back_edges(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        here = package_of(module)
+        if here is None:
+            continue
+        for target in sorted(targets):
+            there = package_of(target)
+            if there is not None and PACKAGES.index(there) < PACKAGES.index(here):
+                wrong.append(f"{module} ({here}) imports {target} ({there})")
+    return wrong
+
+
+def test_each_package_imports_only_packages_below_it():
+    assert package_back_edges(import_graph()) == []
+
+
+def test_the_models_floor_imports_nothing_of_profiles_but_the_engine():
+    graph = import_graph()
+    wrong = [
+        f"{module} imports {target}"
+        for module in sorted(MODEL_FLOOR)
+        for target in sorted(graph[module])
+        if target.startswith("profiles.")
+        and package_of(target) != "profiles.pyspy"
+        and target not in MODEL_FLOOR | {"profiles.models"}
+    ]
+    assert wrong == []
+
+
+def test_the_package_check_sees_a_new_back_edge():
+    graph = import_graph()
+    graph["profiles.captures.pipeline"] = {*graph["profiles.captures.pipeline"],
+                                           "profiles.watches.judging"}  # fmt: skip
+    assert package_back_edges(graph) == [
+        "profiles.captures.pipeline (profiles.captures) imports profiles.watches.judging "
+        "(profiles.watches)"
+    ]
+    assert all(package_of(m) for m in graph if m.startswith("profiles.") and "." in m[9:]
+               and m.split(".")[1] not in ("management", "templatetags"))  # fmt: skip
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in graph:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles_not_even_through_imports_inside_functions():
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_check_sees_a_circle_closed_inside_a_function():
+    graph = import_graph()
+    graph["profiles.storage.artifacts"] = {*graph["profiles.storage.artifacts"],
+                                           "profiles.models"}  # fmt: skip
+    assert ["profiles.models", "profiles.storage.artifacts"] in circles(graph)
+
+
 # --- app to app ------------------------------------------------------------------------
 # `profiles` (captures) imports `runs` (hosts, runs, the remote seam), never the reverse,
-# not even through a `config` module: what shows or launches captures on a run's or a
-# host's page lives in profiles (run_views.py), the commands that run the whole product
-# in config (serve, bootstrap, preflight). The one exception is the engine,
-# `profiles.pyspy`, a standard-library package that imports nothing of either app.
+# not even through a `config` module, with one exception: runs.pages, the run and host
+# pages, which show a run's captures and sit above every package (PACKAGES); nothing but
+# config's URL list imports them. The commands that run the whole product are in config
+# (serve, bootstrap, preflight). The engine, `profiles.pyspy`, is a standard-library
+# package that imports nothing of either app.
 
 ENGINE = "profiles.pyspy"
 
@@ -113,8 +290,11 @@ def _own(module: str) -> bool:
     return module.split(".")[0] in ("runs", "profiles", "config")
 
 
+PAGES = "runs.pages"
+
+
 def _app_files(app: str) -> list[Path]:
-    return sorted((ROOT / app).rglob("*.py"))
+    return sorted(p for p in (ROOT / app).rglob("*.py") if "pages" not in p.parts)
 
 
 def paths_into_profiles(start: Path, package: str | None = None) -> list[str]:
@@ -128,6 +308,8 @@ def paths_into_profiles(start: Path, package: str | None = None) -> list[str]:
             if target.split(".")[0] == "profiles":
                 if not (target == ENGINE or target.startswith(f"{ENGINE}.")):
                     found.append(" -> ".join([*chain, target]))
+            elif target.startswith(PAGES):
+                found.append(" -> ".join([*chain, target]))
             elif target not in seen and (file := _module_file(target)):
                 seen.add(target)
                 stack.append((file, [*chain, target], None))
@@ -139,6 +321,16 @@ def test_runs_never_imports_profiles_not_even_through_config():
         f"{path.relative_to(ROOT)}: {chain}"
         for path in _app_files("runs")
         for chain in paths_into_profiles(path)
+    ]
+    assert wrong == []
+
+
+def test_only_the_url_list_imports_the_run_and_host_pages():
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in sorted(import_graph().items())
+        for target in sorted(targets)
+        if target.startswith(PAGES) and not module.startswith(PAGES) and module != "config.urls"
     ]
     assert wrong == []
 
@@ -157,9 +349,9 @@ def test_the_app_guard_follows_imports_through_config(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("def ready():\n    import config.checks\nfrom profiles.pyspy import raw\n")
     chains = paths_into_profiles(probe, package="runs")
-    # config.checks reads the state rules of profiles.pipeline: a runs module that
+    # config.checks reads the state rules of profiles.captures.pipeline: a runs module that
     # imported it would close the circle; the engine (profiles.pyspy) is allowed.
-    assert chains and all("config.checks -> profiles.pipeline" in c for c in chains)
+    assert chains and all("config.checks -> profiles.captures.pipeline" in c for c in chains)
     assert not any(c.endswith("profiles.pyspy.raw") for c in chains)
 
 
@@ -170,11 +362,11 @@ def test_the_app_guard_follows_imports_through_config(tmp_path):
 # never through the worker modules, and never classify samples themselves.
 
 WORKER_MODULES = {
-    "profiles.analysis",
-    "profiles.pipeline",
-    "profiles.group_pipeline",
-    "profiles.group_report",
-    "profiles.tasks",
+    "profiles.captures.analysis",
+    "profiles.captures.pipeline",
+    "profiles.jobs.pipeline",
+    "profiles.jobs.report",
+    "profiles.captures.tasks",
 }
 CLASSIFIER_MODULES = {
     f"profiles.pyspy.{name}"
@@ -199,8 +391,8 @@ def page_files() -> list[Path]:
     found = [
         path
         for app in ("profiles", "runs")
-        for path in (ROOT / app).glob("*.py")
-        if path.stem.endswith(PAGE_NAME) and not path.stem.endswith("_schema")
+        for path in (ROOT / app).rglob("*.py")
+        if path.stem.endswith(PAGE_NAME) and "pyspy" not in path.parts
     ]
     return sorted(found + list((ROOT / "profiles" / "templatetags").glob("*.py")))
 
@@ -238,18 +430,23 @@ def test_pages_and_the_api_only_read_what_the_analysis_stored():
 
 
 def test_the_page_guard_sees_pages_of_both_apps_and_what_would_break_it(tmp_path):
-    names = {p.stem for p in page_files()}
-    assert {"views", "api", "selectors", "group_selectors", "group_views", "compare_views"} <= names
-    assert "api_schema" not in names and "flamedeck" in names  # a template tag module
+    names = {str(p.relative_to(ROOT)) for p in page_files()}
+    assert {
+        "profiles/api/views.py", "profiles/web/views.py", "profiles/captures/selectors.py",
+        "profiles/jobs/selectors.py", "profiles/jobs/views.py", "profiles/compare/views.py",
+        "profiles/watches/api.py", "runs/pages/views.py", "runs/api.py",
+    } <= names  # fmt: skip
+    assert "profiles/api/schema.py" not in names
+    assert "profiles/templatetags/flamedeck.py" in names  # a template tag module
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "from profiles import pipeline, pyspy\n"
+        "from profiles.captures import pipeline\nfrom profiles import pyspy\n"
         "def page(capture):\n"
         "    tree = pipeline.read_flamegraph(capture)\n"
         "    return pyspy.analyze(tree), wait_split(tree, [])\n"
     )
     assert {"analyze", "wait_split", "read_flamegraph"} <= called_names(probe)
-    assert "profiles.pipeline" in imports_of(probe, package="profiles")
+    assert "profiles.captures.pipeline" in imports_of(probe, package="profiles.web")
 
 
 def test_enqueue_finds_every_task_it_sends_by_name_in_a_web_process():
@@ -259,7 +456,7 @@ def test_enqueue_finds_every_task_it_sends_by_name_in_a_web_process():
 
     code = (
         "import django; django.setup()\n"
-        "from profiles import enqueue\n"
+        "from profiles.captures import enqueue\n"
         "names = (enqueue.RUN_CAPTURE, enqueue.RUN_HOST_CAPTURES, enqueue.ANALYZE_CAPTURE,\n"
         "         enqueue.JUDGE_CAPTURE)\n"
         "for name in names:\n"

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from drf_spectacular.generators import SchemaGenerator
 
-from profiles.api import CaptureRequestSerializer, capture_json
+from profiles.api.views import CaptureRequestSerializer, capture_json
 from profiles.management.commands.capture import Command as CaptureCommand
 from profiles.models import Capture
 from runs import capture_fields, capture_serializers
@@ -139,8 +139,8 @@ def test_the_duration_cap_is_the_deployments(settings):
 NAMED_FOR_A_REASON = {
     "profiles/models.py": "one column per setting (checked against the table above)",
     "runs/remote/model.py": "RecordSettings' fields (checked above)",
-    "profiles/views.py": "a speedscope download of --subprocesses is refused when hidden",
-    "profiles/pipeline.py": "py-spy dump's --locals",
+    "profiles/web/views.py": "a speedscope download of --subprocesses is refused when hidden",
+    "profiles/captures/pipeline.py": "py-spy dump's --locals",
 }
 DISTINCT = ("nonblocking", "subprocesses", "dump_locals")  # words nothing else uses
 JS_NAME = re.compile(r"""["'`](%s)["'`]|\.(%s)\b|\b(%s)\s*:""" % (("|".join(DISTINCT),) * 3))

@@ -204,7 +204,7 @@ def test_the_admin_applies_the_same_rules(client, owner, host_admin):
 def test_a_host_saved_before_validation_existed_fails_its_check_and_captures_clearly(
     owner_client, owner
 ):
-    from profiles import pipeline, services
+    from profiles.captures import pipeline, services
 
     host = _ssh_host()
     Host.objects.filter(pk=host.pk).update(address="127.0.0.1;touch${IFS}x")  # legacy row

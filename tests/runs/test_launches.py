@@ -10,8 +10,10 @@ import sys
 
 import pytest
 
-from profiles import group_report, group_selectors, jobs
-from profiles import selectors as profile_selectors
+from profiles.captures import selectors as profile_selectors
+from profiles.jobs import report as group_report
+from profiles.jobs import selectors as group_selectors
+from profiles.jobs import services as jobs
 from runs import launches, selectors, services
 from runs.models import Host, Run
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from profiles import jobs, pipeline
+from profiles.captures import pipeline
+from profiles.jobs import services as jobs
 from profiles.models import Capture, CaptureGroup
 from runs import own_processes
 from runs.models import Host, Run, RunProcess

@@ -15,8 +15,7 @@ import pytest
 
 from runs.remote import RecordSettings, RemoteError, record_many, record_many_script
 from runs.remote.many import _frames
-from tests.support.procs import wait_until
-from tests.support.sshd import _descendants
+from tests.support.procs import command_line, descendants, wait_until
 from tests.support.workload import Workload, pyspy_running, start_workload
 
 SHORT = RecordSettings(duration_s=3, rate=50)
@@ -122,10 +121,9 @@ def test_a_dead_ssh_client_stops_every_pyspy_of_the_host(ssh_target, three):
     def kill_ssh() -> None:
         if len(session.sampling) == len(pids) and not started:
             started.append(True)
-            for pid in _descendants(os.getpid()):
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    if fh.read().split(b"\0")[0] == b"ssh":
-                        os.kill(pid, signal.SIGKILL)
+            for pid in descendants(os.getpid()):
+                if command_line(pid).split(" ")[0] == "ssh":
+                    os.kill(pid, signal.SIGKILL)
 
     session.on_sampling = kill_ssh
     with pytest.raises(RemoteError):

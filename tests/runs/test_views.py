@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from profiles.models import Capture
 from runs.models import Host, Run, RunProcess, Tag
-from tests.profiles.test_views import bulk_captures, fake_stats
+from tests.profiles.web.test_views import bulk_captures, fake_stats
 
 
 @pytest.fixture

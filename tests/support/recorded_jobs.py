@@ -10,7 +10,9 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from profiles import enqueue, group_pipeline, jobs, pipeline
+from profiles.captures import enqueue, pipeline
+from profiles.jobs import pipeline as group_pipeline
+from profiles.jobs import services as jobs
 from profiles.models import Capture, CaptureGroup
 from runs import remote
 from runs.models import Launch, Run, RunProcess

@@ -35,7 +35,7 @@ class Command(BaseCommand):
             raise CommandError(f"REDIS_URL: cannot reach Redis at {url}: {exc}") from None
 
     def _check_s3(self, spec: str) -> None:
-        from profiles.artifacts import artifact_storage, artifacts_preflight
+        from profiles.storage.artifacts import artifact_storage, artifacts_preflight
 
         problem = artifacts_preflight(storage=artifact_storage())
         if problem:

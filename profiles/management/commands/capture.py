@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from config.params import PID_MAX, cli_int
-from profiles import pipeline, services
+from profiles.captures import pipeline, services
 from profiles.models import Capture
 from runs import capture_fields
 from runs.models import Run

@@ -7,8 +7,8 @@ from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError
 
 from config.params import cli_int
-from profiles import services
-from profiles.uploads import UploadTooLarge
+from profiles.captures import services
+from profiles.storage.uploads import UploadTooLarge
 from runs.models import Run
 
 

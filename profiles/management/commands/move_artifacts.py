@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from profiles.artifacts import MoveFailed, artifacts_move, storage_for
+from profiles.storage.move import MoveFailed, artifacts_move, storage_for
 
 
 class Command(BaseCommand):

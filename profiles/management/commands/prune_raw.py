@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from profiles.jobs import raw_prune
+from profiles.jobs.services import raw_prune
 
 
 class Command(BaseCommand):

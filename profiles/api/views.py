@@ -1,0 +1,297 @@
+"""JSON API for captures (contract 3)."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.shortcuts import get_object_or_404
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from config.api import api
+from config.api_fields import IdField, PidField
+from config.middleware import refusal
+from config.params import parse_id, parse_int, query_ids, query_int
+from profiles.api import schema
+from profiles.captures import redact, selectors, services
+from profiles.jobs import selectors as group_selectors
+from profiles.jobs import services as jobs
+from profiles.models import Capture, CaptureGroup
+from profiles.storage.uploads import UploadTooLarge
+from runs.capture_serializers import CaptureSettingsSerializer, JobCaptureSettingsSerializer
+from runs.capture_settings import BY_NAME as SETTING_NAMES
+from runs.models import Host, Run, RunProcess
+
+
+class CaptureRequestSerializer(CaptureSettingsSerializer):
+    """A capture of `host` + `pid`, or of a run's `process` (which gives both), with
+    its py-spy settings (runs.capture_settings)."""
+
+    host = serializers.CharField(required=False, max_length=200, help_text="Host name or id.")
+    pid = PidField(required=False, help_text="Process id on that host.")
+    process = IdField(
+        required=False, allow_null=True, help_text="A run process's id (instead of host+pid)."
+    )
+    kind = serializers.ChoiceField(
+        choices=["record", "dump"], default="record", help_text="py-spy record or dump."
+    )
+    run = IdField(required=False, allow_null=True, help_text="File it under this run's id.")
+
+    def validate_process(self, value: int | None) -> RunProcess | None:
+        if value is None:
+            return None
+        process = RunProcess.objects.select_related("host", "run").filter(pk=value).first()
+        if process is None:
+            raise serializers.ValidationError(f"no run process {value}")
+        return process
+
+    def validate(self, attrs: dict) -> dict:
+        process = attrs.get("process")
+        if process is not None:
+            attrs.update(host=process.host, pid=process.pid, run=process.run)
+        missing = [f for f in ("host", "pid") if f not in attrs]
+        if missing:
+            raise serializers.ValidationError({f: "required (or give a process)" for f in missing})
+        return super().validate(attrs)
+
+    def validate_host(self, value: str) -> Host:
+        numeric = value.isascii() and value.isdigit()
+        lookup = {"pk": parse_id(value, name="host")} if numeric else {"name": value}
+        host = Host.objects.filter(**lookup).first()
+        if host is None:
+            raise serializers.ValidationError(f"no host {value!r}")
+        return host
+
+    def validate_run(self, value: int | None) -> Run | None:
+        if value is None:
+            return None
+        run = Run.objects.filter(pk=value).first()
+        if run is None:
+            raise serializers.ValidationError(f"no run {value}")
+        return run
+
+
+def capture_json(capture: Capture, threads: list[str] | None = None, stats: bool = True) -> dict:
+    return {
+        "id": capture.pk,
+        "status": capture.status,
+        "kind": capture.kind,
+        "host": capture.host.name if capture.host else None,
+        "pid": capture.pid,
+        "run": capture.run_id,
+        "settings": capture.pyspy_settings,
+        "error": capture.error,
+        "error_cause": capture.error_cause,
+        "error_detail": capture.error_detail,
+        "attempts": capture.attempts,
+        "attempt_log": capture.attempt_log,
+        "note": capture.note,
+        "progress": capture.progress,
+        "queued_at": capture.queued_at,
+        "started_at": capture.started_at,
+        "finished_at": capture.finished_at,
+        "raw_pruned": capture.raw_pruned_at is not None,
+        **({"stats": selectors.capture_stats(capture=capture, threads=threads)} if stats else {}),
+    }
+
+
+def _threads_param(request) -> list[str] | None:
+    values = [v for raw in request.query_params.getlist("thread") for v in raw.split(",") if v]
+    return values or None
+
+
+@schema.capture_list(CaptureRequestSerializer)
+@api(["GET", "POST"])
+def capture_list(request):
+    if request.method == "GET":
+        captures = Capture.objects.select_related("host")[:100]
+        rows = [{k: v for k, v in capture_json(c).items() if k != "stats"} for c in captures]
+        return Response(redact.for_viewer(rows, user=request.user, captures=captures))
+    serializer = CaptureRequestSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    # Settings the body left out are left to the service: on flamedeck's own
+    # processes their defaults differ (non-blocking).
+    given = serializer.validated_data.items()
+    data = {k: v for k, v in given if k not in SETTING_NAMES or k in request.data}
+    try:
+        capture = services.capture_create(
+            user=request.user,
+            host=data.pop("host"),
+            pid=data.pop("pid"),
+            kind=data.pop("kind"),
+            run=data.pop("run", None),
+            process=data.pop("process", None),
+            **data,
+        )
+    except services.CaptureConflict as exc:
+        return _conflict(exc)
+    except DjangoValidationError as exc:
+        detail = exc.message_dict if hasattr(exc, "message_dict") else exc.messages
+        raise ValidationError(detail) from None
+    capture.refresh_from_db(fields=["status", "error", "error_cause"])
+    body = {"id": capture.pk, "status": capture.status}
+    if capture.error_cause == QUEUE_UNAVAILABLE:
+        return Response({"detail": capture.error, **body}, status=503)
+    if capture.error:
+        body.update(error=capture.error, error_cause=capture.error_cause)
+    return Response(body, status=status.HTTP_201_CREATED)
+
+
+QUEUE_UNAVAILABLE = "queue_unavailable"
+
+
+def _conflict(exc: "services.CaptureConflict") -> Response:
+    body = {"detail": exc.messages[0], "busy": exc.busy.pk, "busy_status": exc.busy.status}
+    return Response(body, status=status.HTTP_409_CONFLICT)
+
+
+@schema.capture_detail
+@api(["GET"])
+def capture_detail(request, pk: int):
+    capture = get_object_or_404(Capture.objects.select_related("host"), pk=pk)
+    data = capture_json(capture, threads=_threads_param(request))
+    return Response(redact.for_viewer(data, user=request.user, captures=[capture]))
+
+
+@schema.capture_flamegraph
+@api(["GET"])
+def capture_flamegraph(request, pk: int):
+    capture = get_object_or_404(Capture, pk=pk)
+    wanted = query_int(request.query_params, "max_nodes")
+    max_nodes = max(10, min(8192 if wanted is None else wanted, 50000))
+    tree = selectors.capture_flamegraph(
+        capture=capture, max_nodes=max_nodes, threads=_threads_param(request)
+    )
+    if tree is None:
+        return Response({"detail": "This capture has no flamegraph."}, status=404)
+    return Response(redact.for_viewer(tree, user=request.user, captures=[capture]))
+
+
+@schema.capture_cancel
+@api(["POST"])
+def capture_cancel(request, pk: int):
+    capture = get_object_or_404(Capture, pk=pk)
+    if not services.capture_cancel(capture=capture):
+        return Response(
+            {
+                "detail": f"A {capture.status} capture cannot be cancelled.",
+                "status": capture.status,
+            },
+            status=status.HTTP_409_CONFLICT,
+        )
+    capture.refresh_from_db()
+    return Response({"id": capture.pk, "status": capture.status, "cancel_requested": True})
+
+
+@schema.capture_import
+@api(["POST"])
+def capture_import(request):
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ValidationError({"file": "attach a py-spy raw or speedscope file as `file`"})
+    run = None
+    if request.data.get("run"):
+        run = get_object_or_404(Run, pk=parse_id(request.data["run"], name="run"))
+    try:
+        capture = services.capture_import(
+            user=request.user, file=upload, log=request.FILES.get("log"), run=run, enqueue=True
+        )
+    except UploadTooLarge as exc:
+        return refusal(request, str(exc), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    body = {"id": capture.pk, "status": capture.status, "error": capture.error}
+    return Response(body, status=status.HTTP_201_CREATED)
+
+
+def group_json(group: CaptureGroup) -> dict:
+    captures = selectors.group_captures(group=group)
+    return {
+        "id": group.pk,
+        "run": group.run_id,
+        "scheduled": group.scheduled,
+        **jobs.group_summary(group),
+        "processes": [
+            {
+                **capture_json(c, stats=False),
+                "role": c.process.role if c.process else "",
+                "verdict": None if c.kind == Capture.Kind.DUMP else c.lag_verdict,
+            }
+            for c in captures
+        ],
+        **group_selectors.group_report_fields(group),
+    }
+
+
+def _group_for_viewer(group: CaptureGroup, user) -> dict:
+    captures = group.captures.select_related("host").defer("stats")
+    return redact.for_viewer(group_json(group), user=user, captures=captures)
+
+
+@schema.run_capture_all(JobCaptureSettingsSerializer)
+@api(["POST"])
+def run_capture_all(request, pk: int):
+    """Capture every process of the run at once, with the same settings."""
+    run = get_object_or_404(Run, pk=pk)
+    serializer = JobCaptureSettingsSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    try:
+        group = jobs.capture_group_create(user=request.user, run=run, **serializer.validated_data)
+    except services.CaptureConflict as exc:
+        return _conflict(exc)
+    except DjangoValidationError as exc:
+        raise ValidationError({"run": exc.messages}) from None
+    unsent = group.captures.filter(error_cause=QUEUE_UNAVAILABLE).first()
+    if unsent is not None:
+        body = {"detail": unsent.error, **_group_for_viewer(group, request.user)}
+        return Response(body, status=503)
+    return Response(_group_for_viewer(group, request.user), status=status.HTTP_201_CREATED)
+
+
+@schema.group_detail
+@api(["GET"])
+def group_detail(request, pk: int):
+    return Response(_group_for_viewer(get_object_or_404(CaptureGroup, pk=pk), request.user))
+
+
+@schema.group_live
+@api(["GET"])
+def group_live(request, pk: int):
+    """The group page's numbers; the page polls it until every process has ended."""
+    group = get_object_or_404(CaptureGroup.objects.select_related("run", "requested_by"), pk=pk)
+    return Response(group_selectors.page_for_viewer(group, request.user))
+
+
+@schema.group_flamegraph
+@api(["GET"])
+def group_flamegraph(request, pk: int):
+    group = get_object_or_404(CaptureGroup, pk=pk)
+    only = query_ids(request.query_params, "capture") or None
+    captures = selectors.group_captures(group=group)
+    tree = selectors.group_flamegraph(captures=captures, only=only)
+    return Response(redact.for_viewer(tree, user=request.user, captures=captures))
+
+
+@schema.capture_sandwich
+@api(["GET"])
+def capture_sandwich(request, pk: int):
+    """`?frame=NAME[&thread=…&max_nodes=]`: callers and callees of one frame."""
+    capture = get_object_or_404(Capture, pk=pk)
+    frame = request.query_params.get("frame", "")
+    if not frame.strip():
+        raise ValidationError({"frame": "give the frame's full name as ?frame="})
+    try:
+        max_nodes = parse_int(
+            request.query_params.get("max_nodes", "2000"),
+            name="max_nodes",
+            minimum=10,
+            maximum=20000,
+        )
+    except DjangoValidationError as exc:
+        raise ValidationError(exc.message_dict) from None
+    result = selectors.capture_sandwich(
+        capture=capture,
+        frame=frame,
+        threads=_threads_param(request),
+        max_nodes=max_nodes,
+        hide_commands=redact.hides_server_details(capture, request.user),
+    )
+    if result is None:
+        return Response({"detail": "This capture has no flamegraph."}, status=404)
+    return Response(redact.for_viewer(result, user=request.user, captures=[capture]))

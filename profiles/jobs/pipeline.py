@@ -1,0 +1,282 @@
+"""The worker side of a whole-job capture, one host at a time.
+
+One task per host runs one session (`runs.remote.record_many`) that starts every
+py-spy of that host at the same instant. The hosts of a group wait for each other at
+a barrier in the database: each counts itself in `CaptureGroup.hosts_settled` once
+its session is connected (or has failed), and all send `go` when every host has, or
+at `start_by` at the latest. Each capture records when its py-spy announced sampling
+(`sampling_started_at`), from which the group's start skew is measured.
+"""
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from profiles import pyspy
+from profiles.captures.lifecycle import Status, capture_claim, capture_mark_failed
+from profiles.captures.pipeline import (
+    HEARTBEAT_EVERY_S,
+    SAMPLING_LINE,
+    _record_settings,
+    capture_record_finish,
+    capture_refusal,
+    capture_store_outputs,
+    live_progress,
+    native_failure,
+    worker_name,
+)
+from profiles.jobs import dumps as group_dumps
+from profiles.models import Capture, CaptureGroup
+from runs import gpu, remote
+from runs.services import host_target
+
+log = logging.getLogger(__name__)
+BARRIER_POLL_S = 0.05
+
+
+class _Rank:
+    """Live state of one capture in a host session: its log so far and its lag."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+        self.lines: list[str] = []
+        self.behind_s = 0.0
+        self.sampling_since: float | None = None
+
+    def progress(self, now: float) -> dict[str, Any]:
+        return live_progress(self.capture, self.sampling_since, self.behind_s, now)
+
+
+class _HostSession:
+    """The start barrier, heartbeats, progress and cancels of one host's session."""
+
+    def __init__(self, group_id: int, captures: list[Capture]) -> None:
+        self.group_id = group_id
+        self.ranks = {c.pid: _Rank(c) for c in captures}
+        self.settled = False
+        self.last_poll = self.last_beat = 0.0
+        self.t0 = time.monotonic()
+
+    def settle(self) -> None:
+        """Count this host at the barrier (once): connected, or failed before it could."""
+        if not self.settled:
+            self.settled = True
+            CaptureGroup.objects.filter(pk=self.group_id).update(
+                hosts_settled=F("hosts_settled") + 1
+            )
+
+    def on_ready(self) -> None:
+        log.info("group %s: session ready after %.2f s", self.group_id, time.monotonic() - self.t0)
+        self.settle()
+
+    def may_start(self) -> bool:
+        now = time.monotonic()
+        if now - self.last_poll < BARRIER_POLL_S:
+            return False
+        self.last_poll = now
+        self.beat()
+        group = CaptureGroup.objects.filter(pk=self.group_id)
+        row = group.values("hosts_settled", "hosts_total", "start_by").first()
+        if row is None:
+            return True
+        late = row["start_by"] is None or timezone.now() >= row["start_by"]
+        go = late or row["hosts_settled"] >= row["hosts_total"]
+        if go:
+            log.info("group %s: go after %.2f s", self.group_id, time.monotonic() - self.t0)
+        return go
+
+    def on_line(self, pid: int, line: str, elapsed_s: float) -> None:
+        rank = self.ranks[pid]
+        rank.lines.append(line)
+        if rank.sampling_since is None and line.startswith(SAMPLING_LINE):
+            rank.sampling_since = time.monotonic()
+            Capture.objects.filter(pk=rank.capture.pk).update(sampling_started_at=timezone.now())
+        elif "behind in sampling" in line:
+            lag = pyspy.analyze_lag("\n".join(rank.lines))
+            rank.behind_s = lag["max_behind_s"] if lag else rank.behind_s
+
+    def pids_to_stop(self) -> Iterable[int]:
+        if not self.beat():
+            return []
+        ids = [rank.capture.pk for rank in self.ranks.values()]
+        cancelled = Capture.objects.filter(pk__in=ids, cancel_requested=True)
+        return list(cancelled.values_list("pid", flat=True))
+
+    def beat(self) -> bool:
+        """Heartbeat and progress of every capture in one query, once a second."""
+        now = time.monotonic()
+        if now - self.last_beat < HEARTBEAT_EVERY_S:
+            return False
+        self.last_beat = now
+        stamp = timezone.now()
+        for rank in self.ranks.values():
+            rank.capture.heartbeat_at, rank.capture.progress = stamp, rank.progress(now)
+        captures = [rank.capture for rank in self.ranks.values()]
+        Capture.objects.bulk_update(captures, ["heartbeat_at", "progress"])
+        return True
+
+
+def _claimed(capture_ids: list[int]) -> list[Capture]:
+    """Claim the host's captures; one whose PID another capture claimed first (a
+    single capture that raced past the request's 409 check) fails as pid_busy
+    instead of starting a second py-spy on that process."""
+    worker = worker_name()
+    ids = [pk for pk in capture_ids if capture_claim(capture_id=pk, worker=worker)]
+    claimed = Capture.objects.filter(pk__in=ids).select_related("host").order_by("pid")
+    kept = []
+    for capture in claimed:
+        refusal = capture_refusal(capture) if capture.host_id else None
+        if refusal is None:
+            kept.append(capture)
+        else:
+            capture_mark_failed(capture_id=capture.pk, cause=refusal[0], message=refusal[1])
+    return kept
+
+
+def host_captures_execute(*, group_id: int, host_id: int, capture_ids: list[int]) -> list[int]:
+    """Record the captures of one host of a group in one session.
+
+    Returns the ids of the captures whose samples are stored and wait for analysis.
+    A failure of the host fails its captures (only them) with the cause; it is not
+    retried, since a later try would sample another window than the other hosts.
+    """
+    captures = _claimed(capture_ids)
+    group = CaptureGroup.objects.filter(pk=group_id).first()
+    if group is not None and group.kind == "dump" and captures:
+        return group_dumps.host_dumps_execute(group, captures)  # no start barrier
+    session = _HostSession(group_id, captures)
+    try:
+        if not captures:
+            return []
+        return _record_host(captures, session)
+    finally:
+        session.settle()
+
+
+def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
+    host = captures[0].host
+    if host is None:
+        return _fail_all(captures, session, "host", "The host was deleted.")
+    start_by = CaptureGroup.objects.values_list("start_by", flat=True).get(pk=session.group_id)
+    wait_s = (start_by - timezone.now()).total_seconds() if start_by else 0.0
+    try:
+        remote.check_target(host_target(host))  # host_config: the field to fix, at once
+        outcome = remote.record_many(
+            host_target(host),
+            [c.pid for c in captures],
+            _record_settings(captures[0]),
+            session,
+            margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
+            start_within_s=max(0.0, wait_s),
+        )
+    except remote.RemoteError as exc:
+        return _fail_all(captures, session, exc.cause, exc.message, detail=exc.detail)
+    except ValueError as exc:  # a stored host field the command builder refuses
+        return _fail_all(captures, session, "host", f"The host's settings are unusable: {exc}")
+    log.info("group %s: recorded after %.2f s", session.group_id, time.monotonic() - session.t0)
+    gpu_samples = gpu.parse_nvidia_smi(outcome.gpu_csv) if outcome.gpu_csv else None
+    failed = _native_failures(captures, outcome)
+    if failed:
+        _python_only_again(host, [c for c in captures if c.pid in failed], outcome, failed)
+    _sampling_starts_from_the_host(captures, outcome)
+    parsing = []
+    for capture in captures:
+        result, said = outcome.results[capture.pid], outcome.logs.get(capture.pid, "")
+        span = outcome.spans.get(capture.pid) or {}
+        native = failed.get(capture.pid)
+        if _finish(capture, result, said, gpu_samples, span, native) == Status.PARSING:
+            parsing.append(capture.pk)
+    return parsing
+
+
+def _sampling_starts_from_the_host(captures: list[Capture], outcome: Any) -> None:
+    """Each rank's `sampling_started_at` as the host's clock saw py-spy's line (the
+    worker's reading, set live, also holds ssh's delay and the worker's scheduling);
+    across hosts this trusts their clocks to agree, as NTP keeps them."""
+    for capture in captures:
+        result = outcome.results[capture.pid]
+        facts = result.facts if isinstance(result, remote.RecordResult) else {}
+        if (at := remote.guard.sampling_at(facts)) is not None:
+            started = datetime.fromtimestamp(at, tz=UTC)
+            Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
+
+
+def _native_failures(captures: list[Capture], outcome: Any) -> dict[int, dict[str, Any]]:
+    found = {}
+    for capture in captures:
+        result = outcome.results[capture.pid]
+        span = outcome.spans.get(capture.pid) or {}
+        if isinstance(result, remote.RecordResult):
+            if (failed := native_failure(capture, result, span)) is not None:
+                found[capture.pid] = failed
+    return found
+
+
+def _python_only_again(
+    host: Any, captures: list[Capture], outcome: Any, failed: dict[int, dict[str, Any]]
+) -> None:
+    """Record the ranks whose native unwinding failed again, Python-only, in one more
+    session right after the job's window; their results replace the failed ones."""
+    session = _HostSession(captures[0].group_id, captures)  # the barrier is passed
+    try:
+        again = remote.record_many(
+            host_target(host),
+            [c.pid for c in captures],
+            _record_settings(captures[0], native=False),
+            session,
+            margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
+            start_within_s=0.0,
+        )
+    except remote.RemoteError as exc:
+        for info in failed.values():
+            info["retry_error"] = exc.message
+        return
+    outcome.results.update(again.results)
+    outcome.logs.update(again.logs)
+    outcome.spans.update(again.spans)
+
+
+def _finish(
+    capture: Capture,
+    result: Any,
+    said: str,
+    gpu_samples: Any,
+    span: dict[str, float],
+    native_failed: dict[str, Any] | None = None,
+) -> str:
+    if isinstance(result, remote.RemoteError):
+        text = "\n".join(part for part in (said, result.detail) if part)
+        capture_store_outputs(capture=capture, raw=None, log=text or None)
+        capture_mark_failed(
+            capture_id=capture.pk,
+            cause=result.cause,
+            message=result.message,
+            error_detail=result.detail,
+        )
+        return Status.FAILED
+    if gpu_samples:
+        Capture.objects.filter(pk=capture.pk).update(gpu_samples=gpu_samples)
+    # This rank's own sampling span: the session's time would say a rank whose
+    # process exited early covered (nearly) the whole window.
+    return capture_record_finish(
+        capture=capture, result=result, span=span, native_failed=native_failed
+    )
+
+
+def _fail_all(
+    captures: list[Capture], session: _HostSession, cause: str, message: str, detail: str = ""
+) -> list:
+    for capture in captures:
+        lines = session.ranks[capture.pid].lines
+        if lines:  # what py-spy said before the host failed is evidence too
+            capture_store_outputs(capture=capture, raw=None, log="\n".join(lines))
+        capture_mark_failed(
+            capture_id=capture.pk, cause=cause, message=message, error_detail=detail or ""
+        )
+    return []

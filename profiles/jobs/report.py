@@ -1,0 +1,149 @@
+"""The whole-job report of a capture group, stored on the group once every rank has ended.
+
+It comes from the ranks' stored stats (profiles.pyspy.job: straggler, classes of
+ranks, findings), never from raw samples, and is computed here, on the worker side,
+never when a page is viewed (pages read it through `group_selectors`). Every capture
+that ends (done, failed, cancelled: `capture_ended`, sent by the state machine) asks
+for it; the group's last rank to end computes and stores it. Two ranks ending in two
+uncommitted transactions at once could each miss the other: the reaper's periodic
+pass (`group_reports_catch_up`) stores what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from profiles.models import Capture, CaptureGroup
+from profiles.pyspy.job import analyze_job
+from profiles.pyspy.stacks import analyze_stacks
+
+log = logging.getLogger(__name__)
+CATCH_UP_DAYS = 7  # older groups missing a report get one when a rank is re-analysed
+CATCH_UP_BATCH = 20
+
+
+def capture_ended_received(*, capture_id: int, **_: Any) -> None:
+    """`capture_ended`: a capture reached done, failed or cancelled."""
+    group_id = Capture.objects.filter(pk=capture_id).values_list("group_id", flat=True).first()
+    if group_id:
+        group_report_update(group_id=group_id)
+
+
+def group_report_update(*, group_id: int) -> dict[str, Any] | None:
+    """Compute and store the group's report when every rank has ended; else None.
+
+    A whole-job record stores `job_report`; a whole-job dump, `stacks`. A report that
+    raises is stored as failed (`report_error`, the exception in one line) and logged:
+    the group then says why it has no verdict instead of "being stored" for ever.
+    """
+    # One cheap question first: each of a 64-rank group's ranks asks as it ends, and only
+    # the last one needs the ranks' stats.
+    if Capture.objects.filter(group_id=group_id).exclude(status__in=Capture.FINAL).exists():
+        return None
+    group = CaptureGroup.objects.select_related("run").filter(pk=group_id).first()
+    if group is None:
+        return None
+    captures = list(group.captures.select_related("process", "host").order_by("pk"))
+    if not captures or not all(c.is_final for c in captures):
+        return None
+    field = "stacks" if group.kind == "dump" else "job_report"
+    try:
+        report = (
+            stacks_report(group, captures) if field == "stacks" else job_report(group, captures)
+        )
+    except Exception as exc:  # a report that fails must say so, not stay pending
+        log.exception("group %s: the %s could not be computed", group_id, field)
+        error = f"{type(exc).__name__}: {str(exc)[:300]}"
+        CaptureGroup.objects.filter(pk=group_id).update(**{field: None}, report_error=error)
+        return None
+    CaptureGroup.objects.filter(pk=group_id).update(**{field: report}, report_error="")
+    return report
+
+
+def group_reports_catch_up(*, now: Any = None) -> int:
+    """Store the reports of recent groups whose ranks have all ended but that have none.
+
+    Each group on its own: one whose report fails is stored as failed and never keeps
+    the next group's report from being stored, and this never raises (it runs at the
+    end of the reaper's periodic task)."""
+    since = (now or timezone.now()) - timezone.timedelta(days=CATCH_UP_DAYS)
+    ongoing = [status for status in Capture.Status.values if status not in Capture.FINAL]
+    unfinished = Q(captures__status__in=ongoing)
+    no_report = Q(kind="record", job_report__isnull=True) | Q(kind="dump", stacks__isnull=True)
+    missing = (
+        CaptureGroup.objects.filter(no_report, report_error="", created_at__gte=since)
+        .exclude(unfinished)
+        .filter(captures__isnull=False)
+        .distinct()
+        .values_list("pk", flat=True)[:CATCH_UP_BATCH]
+    )
+    stored = 0
+    for pk in list(missing):
+        try:
+            stored += group_report_update(group_id=pk) is not None
+        except Exception:  # the database, say: the next group and the next pass go on
+            log.exception("group %s: the report catch-up failed", pk)
+    if stored:
+        log.info("stored the job report of %d group(s) that missed it", stored)
+    return stored
+
+
+def stacks_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
+    """The whole-job dump's verdict and classes, from each rank's stored dumps, with the
+    ranks that have none named apart with their cause."""
+    names = rank_names(captures)
+    dumped = [c for c in captures if (c.stats or {}).get("dump_series")]
+    ranks = [(names[c.pk], [d["threads"] for d in c.stats["dump_series"]]) for c in dumped]
+    report: dict[str, Any] = dict(analyze_stacks(ranks, group.run.step_thread_names))
+    report["failed"] = [
+        {"rank": names[c.pk], "cause": c.error_cause, "error": c.error}
+        for c in captures
+        if c not in dumped
+    ]
+    report["captures"] = {name: pk for pk, name in names.items()}
+    return report
+
+
+def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
+    """The report of these ranks, with the ranks that have no samples named apart."""
+    names = rank_names(captures)
+    measured = [(names[c.pk], c.stats) for c in captures if _has_samples(c)]
+    report: dict[str, Any] = dict(analyze_job(measured, group.run.step_thread_names))
+    # The threads of every rank are on each capture already: the group keeps the rest.
+    report["ranks"] = [{k: v for k, v in r.items() if k != "threads"} for r in report["ranks"]]
+    report["without_samples"] = [names[c.pk] for c in captures if not _has_samples(c)]
+    # Rank name -> capture id: the page links each rank, and the frames of its
+    # explanation, to that rank's capture without knowing how names were made.
+    report["captures"] = {name: pk for pk, name in names.items()}
+    return report
+
+
+def _has_samples(capture: Capture) -> bool:
+    return bool(capture.stats and capture.stats.get("total_samples") and "threads" in capture.stats)
+
+
+def rank_names(captures: list[Capture]) -> dict[int, str]:
+    """Per capture id: its process's role (`rank-3`), else its target label. Where two
+    ranks would read the same (two launches, or two processes given one role), the
+    launch is named (`rank-3 (launch 2)`), else the host and PID: never a bare id."""
+    names = {c.pk: (c.process.role if c.process_id and c.process.role else c.target_label)
+             for c in captures}  # fmt: skip
+    seen = list(names.values())
+    twins = [c for c in captures if seen.count(names[c.pk]) > 1]
+    launches = {c.pk: _launch_number(c) for c in twins}
+    base = dict(names)
+    for c in twins:
+        alike = [o for o in twins if base[o.pk] == base[c.pk]]
+        apart = len({launches[o.pk] for o in alike}) == len(alike)
+        where = f"launch {launches[c.pk]}" if apart else f"{c.host.name}:{c.pid}"
+        names[c.pk] = f"{base[c.pk]} ({where})"
+    return names
+
+
+def _launch_number(capture: Capture) -> int | None:
+    process = capture.process if capture.process_id else None
+    return process.launch.number if process is not None and process.launch_id else None

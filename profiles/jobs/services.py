@@ -1,0 +1,195 @@
+"""Whole-job work: whole-job captures (CaptureGroup: every process of a run at once),
+scheduled captures, and the raw-file retention budget."""
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from profiles.captures.enqueue import group_enqueue_on_commit
+from profiles.captures.services import capture_create
+from profiles.models import Capture, CaptureGroup
+from profiles.storage.files import capture_delete_files
+from runs import capture_fields
+from runs.models import Run
+from runs.selectors import capturable_processes
+
+log = logging.getLogger(__name__)
+
+
+@transaction.atomic
+def capture_group_create(
+    *,
+    user: AbstractBaseUser | None,
+    run: Run,
+    scheduled: bool = False,
+    kind: str = "record",
+    repeat: int = 3,
+    interval: float = 1.0,
+    **py_spy_settings: Any,
+) -> CaptureGroup:
+    """One capture per process of the run, same settings, sampled in one window.
+
+    One task per host starts all of that host's py-spy in one session; the hosts
+    wait for each other (up to FLAMEDECK_GROUP_START_WAIT_S) and start together.
+    Processes known to have exited are skipped. The settings take a whole-job
+    capture's defaults (runs.capture_settings): `idle` is on, since without it py-spy
+    drops blocked threads' samples, and the waits between ranks are the point.
+    With `kind` "dump" ("Dump all ranks") each process is dumped `repeat` times,
+    `interval` seconds apart, instead (profiles.jobs.dumps).
+    """
+    if kind not in ("record", "dump"):
+        raise ValidationError({"kind": "kind must be record or dump"})
+    py_spy_settings = capture_fields.clean(py_spy_settings, kind=kind, job=True)
+    processes, exited = capturable_processes(run=run)
+    if not processes and exited:
+        raise ValidationError("Every process of this run has exited; attach the new ones.")
+    if not processes:
+        raise ValidationError("This run has no processes to capture; attach some first.")
+    hosts_total = len({p.host_id for p in processes})
+    _refuse_beyond_capture_threads(hosts_total)
+    group = CaptureGroup.objects.create(
+        run=run,
+        requested_by=user,
+        scheduled=scheduled,
+        hosts_total=hosts_total,
+        start_by=timezone.now() + timezone.timedelta(seconds=settings.FLAMEDECK_GROUP_START_WAIT_S),
+        kind=kind,
+        dump_repeat=repeat,
+        dump_interval_s=interval,
+    )
+    for process in processes:
+        capture_create(
+            user=user,
+            host=process.host,
+            pid=process.pid,
+            kind=kind,
+            process=process,
+            group=group,
+            scheduled=scheduled,
+            enqueue=False,
+            **py_spy_settings,
+        )
+    group_enqueue_on_commit(group=group)
+    return group
+
+
+def _refuse_beyond_capture_threads(hosts: int) -> None:
+    """Each host of a group holds one capture thread for the whole window; hosts past
+    a worker's threads would queue past the common start and sample another window."""
+    threads = settings.FLAMEDECK_CAPTURE_CONCURRENCY
+    if hosts > threads:
+        raise ValidationError(
+            f"This run's processes are on {hosts} hosts, but a capture worker runs "
+            f"{threads} host sessions at once (FLAMEDECK_CAPTURE_CONCURRENCY): the "
+            "hosts past that would start late, in another window. Raise "
+            "FLAMEDECK_CAPTURE_CONCURRENCY for the web server and the capture workers "
+            "(and restart them), or capture fewer processes."
+        )
+
+
+def group_summary(group: CaptureGroup) -> dict[str, Any]:
+    """Status across the group (done, partial, failed, running) and the start skew:
+    the spread of the moments each py-spy announced it was sampling, None until every
+    capture has either announced it or ended (a rank still attaching may start late)."""
+    captures = list(group.captures.only("pk", "group_id", "status", "sampling_started_at"))
+    statuses = {c.status for c in captures}
+    if statuses & {Capture.Status.QUEUED, Capture.Status.RUNNING, Capture.Status.PARSING}:
+        status = "running"
+    elif statuses <= {Capture.Status.DONE}:
+        status = "done"
+    elif Capture.Status.DONE in statuses:
+        status = "partial"
+    else:
+        status = "failed"
+    starts = [c.sampling_started_at for c in captures if c.sampling_started_at]
+    waiting = any(not c.sampling_started_at and not c.is_final for c in captures)
+    skew = (max(starts) - min(starts)).total_seconds() if len(starts) > 1 else 0.0
+    return {
+        "status": status,
+        "start_skew_s": None if waiting else round(skew, 3),
+        "captures": len(captures),
+    }
+
+
+def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
+    """Start a whole-job capture for every running run whose schedule is due.
+
+    Each run is claimed with a conditional UPDATE on `schedule_last_at`, so two beat
+    ticks (or two beat processes) never start the same scheduled capture twice.
+    """
+    now = now or timezone.now()
+    groups = []
+    for run in Run.objects.filter(status=Run.Status.RUNNING, schedule_every_min__gt=0):
+        due_before = now - timezone.timedelta(minutes=run.schedule_every_min)
+        claimed = (
+            Run.objects.filter(pk=run.pk)
+            .filter(Q(schedule_last_at__isnull=True) | Q(schedule_last_at__lte=due_before))
+            .update(schedule_last_at=now)
+        )
+        if not claimed or not run.processes.exists():
+            continue
+        try:
+            group = capture_group_create(
+                user=None,
+                run=run,
+                scheduled=True,
+                duration=settings.FLAMEDECK_SCHEDULE_DURATION_S,
+                rate=settings.FLAMEDECK_SCHEDULE_RATE,
+            )
+        except (ValidationError, PermissionDenied) as exc:
+            # py-spy is already on one of its processes (CaptureConflict), every process
+            # has exited, or one is flamedeck's own (OwnProcessRefused): skip this run's
+            # tick, not the other runs'.
+            said = exc.messages[0] if isinstance(exc, ValidationError) else str(exc)
+            log.info("scheduled capture of run %s skipped: %s", run.pk, said)
+            continue
+        groups.append(group)
+        scheduled_captures_trim(run=run)
+    return groups
+
+
+def scheduled_captures_trim(*, run: Run) -> int:
+    """Keep only the newest `schedule_keep` scheduled captures of a run."""
+    keep = run.schedule_keep
+    old = Capture.objects.filter(run=run, scheduled=True).order_by("-queued_at")[keep:]
+    doomed = [c for c in old.select_related(None) if c.is_final]
+    for capture in doomed:
+        capture_delete_files(capture=capture)
+        capture.delete()
+    return len(doomed)
+
+
+def raw_prune(*, budget_bytes: int, dry_run: bool = False) -> dict[str, int]:
+    """Delete the oldest raw files until the kept ones fit in `budget_bytes`.
+
+    Stats, the flamegraph tree, the py-spy log and comments stay, so pages still
+    work; the capture page says the raw file was pruned.
+    """
+    kept = Capture.objects.filter(raw_pruned_at__isnull=True).exclude(raw_file="")
+    total = kept.aggregate(total=Sum("raw_size"))["total"] or 0
+    pruned = freed = 0
+    for capture in kept.filter(status__in=Capture.FINAL).order_by("queued_at").iterator():
+        if total - freed <= budget_bytes:
+            break
+        freed += capture.raw_size
+        pruned += 1
+        if not dry_run:
+            # The export is the same samples in another format: it goes with them.
+            for field in (capture.raw_file, capture.export_file):
+                if field:
+                    field.delete(save=False)
+            Capture.objects.filter(pk=capture.pk).update(
+                raw_pruned_at=timezone.now(), raw_file="", export_file=""
+            )
+    return {
+        "total_bytes": total,
+        "freed_bytes": freed,
+        "pruned": pruned,
+        "kept_bytes": total - freed,
+    }

@@ -1,0 +1,1 @@
+"""The capture pages: list, detail, dump, downloads, comments, tags, import, keyword sets."""
