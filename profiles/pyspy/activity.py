@@ -13,13 +13,14 @@ tests/data/pyspy/):
 So `rounds` comes from the log when the capture ended by duration (R*D - 1), else from
 the data when blocked threads were sampled (the most samples any thread has), else it
 is unknown (None). `idle_included` is what the caller knows (the capture's settings),
-else inferred from the threads that lasted (at least 10% of the busiest one's count;
-gloo and pybind11 make short-lived thread states): with `--idle` each of them gives a
-sample in every round, without it only a thread that never blocked does. So two or
-more threads filling the rounds (95% of R*D - 1, or the top count without a log) say
-idle samples are present; a single lasting thread filling them does when at least a
-fifth of its samples are blocked states (a thread py-spy kept while it waited); a
-single thread without a log says nothing (None); anything else says they are absent.
+else inferred from the threads that lasted (at least TRANSIENT of the busiest one's
+count; gloo and pybind11 make short-lived thread states; the thresholds are in
+thresholds.py): with `--idle` each of them gives a sample in every round, without it
+only a thread that never blocked does. So two or more threads filling the rounds
+(FULL_ROUNDS of R*D - 1, or the top count without a log) say idle samples are present;
+a single lasting thread filling them does when at least KEPT_BLOCKED of its samples are
+blocked states (a thread py-spy kept while it waited); a single thread without a log
+says nothing (None); anything else says they are absent.
 A thread's `active_percent` is 100 x its samples / rounds: without `--idle` the share
 of rounds it was running; with `--idle` the share of the capture it existed.
 """
@@ -31,14 +32,11 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from .profile import Profile
+from .thresholds import FULL_ROUNDS, KEPT_BLOCKED, TRANSIENT
 from .types import LagReport
 
 # States a blocked thread is in: without --idle py-spy drops these samples.
 BLOCKED = frozenset({"collective", "data_wait", "backpressure", "gil", "idle"})
-FULL = 0.95
-"""A thread "fills" the rounds when it gave a sample in at least this share of them."""
-TRANSIENT = 0.1
-"""Threads below this share of the busiest one lived only briefly (ignored)."""
 
 
 class Activity(NamedTuple):
@@ -95,7 +93,7 @@ def _idle_in(counts: list[ThreadCount], rounds: int | None) -> bool | None:
         return None
     top = counts[0].samples
     lasting = [t for t in counts if t.samples >= TRANSIENT * top]
-    full = [t for t in lasting if t.samples >= FULL * (rounds or top)]
+    full = [t for t in lasting if t.samples >= FULL_ROUNDS * (rounds or top)]
     if len(full) >= 2:
         return True
     if rounds is None and len(lasting) < 2:
@@ -103,7 +101,7 @@ def _idle_in(counts: list[ThreadCount], rounds: int | None) -> bool | None:
     if len(full) == 1 and len(lasting) == 1:
         # The only lasting thread gave a sample every round: blocked samples among them
         # mean py-spy kept blocked stacks (without --idle it drops exactly those).
-        return full[0].blocked >= 0.2 * full[0].samples
+        return full[0].blocked >= KEPT_BLOCKED * full[0].samples
     return False
 
 

@@ -25,7 +25,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
-Z_95 = 1.959963984540054
+from .thresholds import Z_95
+
 NOT_MEASURED = "not measured"
 REAL_CHANGE = "real change"
 WITHIN_NOISE = "within noise"

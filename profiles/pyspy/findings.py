@@ -10,23 +10,23 @@ samples the only finding is `too_few_samples`. The intervals treat samples as
 independent (compare.py): py-spy's samples are autocorrelated, so read them as
 optimistic; the thresholds leave room for that.
 
-| rule | state on the step threads | threshold |
+| rule | state on the step threads | threshold (thresholds.py) |
 | --- | --- | --- |
-| host_sync | host_sync (`.item()`, `.cpu()`, `.tolist()` wait for the device) | 5% |
-| launch_bound | gpu_launch (the host enqueues kernels one by one) | 20% |
-| gpu_sync | gpu_sync (explicit synchronize, blocking copies) | 5% |
-| allocator_churn | allocator (caching allocator, malloc/free) | 5% |
-| input_bound | data_wait (waiting for the next batch) | 10% |
-| backpressure | backpressure (blocked putting into a full queue) | 10% |
-| gil | gil (waiting to take the GIL back) | 5% |
+| host_sync | host_sync (`.item()`, `.cpu()`, `.tolist()` wait for the device) | HOST_SYNC_SHARE |
+| launch_bound | gpu_launch (the host enqueues kernels one by one) | LAUNCH_BOUND_SHARE |
+| gpu_sync | gpu_sync (explicit synchronize, blocking copies and frees) | GPU_SYNC_SHARE |
+| allocator_churn | allocator (caching allocator, malloc/free) | ALLOCATOR_SHARE |
+| input_bound | data_wait (waiting for the next batch) | INPUT_BOUND_SHARE |
+| backpressure | backpressure (blocked putting into a full queue) | BACKPRESSURE_SHARE |
+| gil | gil (waiting to take the GIL back) | GIL_SHARE |
 An input_bound (or gil) finding also names the thread beside the step that is saturated:
-busy (in no wait state) more than SATURATED (80%) of the time, whole interval, with its
+busy (in no wait state) more than SATURATED percent of the time, whole interval, with its
 top user function ("a loader saturated in one frame", or the thread holding the GIL).
 Wait rules (input_bound, backpressure, gil) need idle samples (py-spy `--idle`); without
 them py-spy dropped the blocked samples, so those rules say `waits_hidden` instead.
 `sampler_unreliable` reports when py-spy's log says it took under half its rounds (lag
-verdict "unreliable"). The job-level `straggler` rule is in job.py.
-Severity: "high" when the interval's low end is at least twice the threshold, else
+verdict "unreliable"). The job-level rules (`straggler`, `stuck`, `peer_or_device`) are in job.py.
+Severity: "high" when the interval's low end is at least HIGH_SEVERITY times the threshold, else
 "medium"; notes about the evidence itself ("too_few_samples", "waits_hidden") are "info",
 "sampler_unreliable" is "high". Findings come most severe first, then largest low end.
 """
@@ -38,20 +38,26 @@ from typing import Any, NamedTuple
 
 from .compare import wilson_interval
 from .frames import ThreadFilter, split_location
+from .thresholds import (
+    ALLOCATOR_SHARE,
+    BACKPRESSURE_SHARE,
+    COLLECTIVE_MIN,
+    GIL_SHARE,
+    GPU_SYNC_SHARE,
+    HIGH_SEVERITY,
+    HOST_SYNC_SHARE,
+    INPUT_BOUND_SHARE,
+    LAUNCH_BOUND_SHARE,
+    MIN_SAMPLES,
+    SAMPLER_UNRELIABLE,
+    SATURATED,
+)
 from .types import Finding, FrameStat, FunctionStat, ThreadStat
 
-MIN_SAMPLES = 100
-"""Step-thread samples below which no share is judged (a 95% interval spans ~20 points)."""
-COLLECTIVE_MIN = 0.01
-"""A thread makes collective calls when at least this share of its samples is collective."""
-COLLECTIVE_WAIT = 10.0
-"""Percent: the other ranks' collective share past which a straggler costs the job (job.py)."""
 DEVICE_STATES = ("gpu_launch", "gpu_sync", "host_sync")
 NO_USER_FRAME = "(no user frame)"
 WHOLE_CAPTURE = "(all threads)"
 WAIT_STATES = ("collective", "data_wait", "backpressure", "gil", "idle", "unknown")
-SATURATED = 80.0
-"""Percent: a thread busy (in no wait state) past this, whole interval, is saturated."""
 SEVERITY_ORDER = {"high": 0, "medium": 1, "info": 2}
 
 
@@ -68,25 +74,28 @@ class Rule(NamedTuple):
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("host_sync", "host_sync", 5.0, "The step thread waits for the device to read values",
+    Rule("host_sync", "host_sync", HOST_SYNC_SHARE,
+         "The step thread waits for the device to read values",
          "{site} syncs the host with the device on every pass ({share} of the step thread): "
          "read the value every N steps, or keep it on the device."),
-    Rule("launch_bound", "gpu_launch", 20.0, "The step is bound by kernel launches",
+    Rule("launch_bound", "gpu_launch", LAUNCH_BOUND_SHARE, "The step is bound by kernel launches",
          "{site} spends {share} of the step thread launching kernels: fuse small ops "
          "(torch.compile), capture the step in a CUDA graph, or use larger batches."),
-    Rule("gpu_sync", "gpu_sync", 5.0, "The step thread waits in explicit GPU syncs",
+    Rule("gpu_sync", "gpu_sync", GPU_SYNC_SHARE, "The step thread waits in GPU syncs",
          "{site} blocks on the GPU ({share} of the step thread): drop the synchronize "
-         "(or the blocking copy) from the step, or move it off the critical path."),
-    Rule("allocator_churn", "allocator", 5.0, "Memory allocation churn on the step thread",
+         "(or the blocking copy, or the free such as `torch.cuda.empty_cache()`) from the "
+         "step, or move it off the critical path."),
+    Rule("allocator_churn", "allocator", ALLOCATOR_SHARE,
+         "Memory allocation churn on the step thread",
          "{site} spends {share} of the step thread allocating and freeing memory: reuse "
          "buffers, keep shapes static, or pre-allocate."),
-    Rule("input_bound", "data_wait", 10.0, "The step waits for input data",
+    Rule("input_bound", "data_wait", INPUT_BOUND_SHARE, "The step waits for input data",
          "{site} waits {share} of the time for the next batch: make the input pipeline "
          "faster (more loader workers, prefetching, cheaper decoding).", True),
-    Rule("backpressure", "backpressure", 10.0, "The step blocks on a full queue",
+    Rule("backpressure", "backpressure", BACKPRESSURE_SHARE, "The step blocks on a full queue",
          "{site} blocks {share} of the time putting into a full queue: the consumer is "
          "slower than the step; speed it up, or make the hand-off non-blocking.", True),
-    Rule("gil", "gil", 5.0, "The step thread waits for the GIL",
+    Rule("gil", "gil", GIL_SHARE, "The step thread waits for the GIL",
          "{site} waits {share} of the time to take the GIL back: move the Python work of "
          "other threads into processes, or out of the training process.", True),
 )  # fmt: skip
@@ -268,7 +277,7 @@ def percent_interval(samples: int, total: int) -> tuple[float, float]:
 
 
 def severity(low: float, threshold: float) -> str:
-    return "high" if low >= 2 * threshold else "medium"
+    return "high" if low >= HIGH_SEVERITY * threshold else "medium"
 
 
 def top_frames(by_frame: Mapping[str, int], whole: int, top: int = 5) -> list[FrameStat]:
@@ -298,7 +307,7 @@ def sampler_finding(lag: Mapping[str, Any] | None) -> Finding | None:
         f"({lag.get('max_behind_s')} s behind): record again at --rate {rate or 'lower'}."
     )
     title = "py-spy fell behind: these numbers are unreliable"
-    return note("sampler_unreliable", "high", title, value, 50.0, advice)
+    return note("sampler_unreliable", "high", title, value, SAMPLER_UNRELIABLE, advice)
 
 
 def too_few(samples: int) -> Finding:

@@ -9,14 +9,24 @@ the app runs this from stored stats without the raw samples.
 - Step threads per rank: findings.step_threads (named on the run, else the threads
   that make collective calls, ...); a rank's `states` are theirs, added up. A rank
   where neither finds a thread (a rank hung outside collectives has no collective
-  samples) takes the threads named as most other ranks' collective step threads
-  (`detected_by` "peers"), so its idle wait is measured, not dropped.
+  samples) takes the threads named as most other ranks' collective step threads (with
+  async collectives, also those found by their device calls; `detected_by` "peers"), so
+  its idle wait is measured, not dropped.
+- The wait model (straggler.py, `wait_model` in the report): "blocking" (gloo, no GPU)
+  counts a rank's collective samples as its waiting for peers; "async" (a rank shows
+  CUDA or NCCL frames) counts collective + gpu_sync + host_sync, since an NCCL
+  collective only enqueues work and the wait surfaces at the next device sync.
 - The straggler (straggler.py) is the rank the others wait for: the rank with the
-  smallest collective share, named only when the others' pooled collective share is
-  past COLLECTIVE_WAIT and *every* other rank's collective share exceeds its share by
-  more than STRAGGLER_GAP points over the whole 95% (Newcombe) interval of the
-  difference. One peer that waits as little means there is none (null). Without idle
-  samples the rounds a step thread left no sample in (blocked) count as waiting too.
+  smallest waiting share, named only when the others' pooled waiting share is past
+  COLLECTIVE_WAIT and *every* other rank's waiting share exceeds its share by more than
+  STRAGGLER_GAP points over the whole 95% (Newcombe) interval of the difference. One
+  peer that waits as little means there is none (null). Without idle samples the rounds
+  a step thread left no sample in (blocked) count as waiting too.
+- Async only: when no rank is named and every measured rank waits at device syncs past
+  COLLECTIVE_WAIT, a slow device and a slow peer cannot be told apart from host stacks;
+  the `peer_or_device` finding says so. A host_sync or gpu_sync finding on ranks that
+  wait for a named straggler, or that cannot be told, says the sync is where the wait
+  surfaces, not its cause.
 - Its explanation lists what it does *more* than the others (never what it does
   less): the user functions (thread_functions) and the (state, user call site)
   pairs of its step threads whose share exceeds the others' pooled share over the
@@ -40,12 +50,12 @@ from typing import Any
 
 from .compare import newcombe_interval
 from .findings import (
-    COLLECTIVE_WAIT,
     Pooled,
     call_site,
     findings_for_threads,
     percent_interval,
     rank_findings,
+    severity,
     top_frames,
     with_busy_thread,
 )
@@ -53,16 +63,23 @@ from .ranknames import natural, ranks_label
 from .rankstats import well_formed
 from .states import STATES
 from .straggler import (
+    BLOCKING_WAITS,
     RankView,
     explain,
     find_straggler,
     function_counts,
+    peer_or_device_finding,
     pool_views,
     rank_view,
     state_counts,
+    surfaced,
+    wait_model,
     waiting,
+    waiting_callers,
+    with_waits,
 )
 from .stuck import Stuck, find_stuck, stuck_finding
+from .thresholds import CLASS_GAP, COLLECTIVE_WAIT, DISTINCT_OTHERS
 from .types import (
     Explanation,
     Finding,
@@ -74,11 +91,6 @@ from .types import (
     Straggler,
 )
 
-CLASS_GAP = 10.0
-"""Points beyond noise by which a state's share may differ inside one class."""
-DISTINCT_OTHERS = 5.0
-"""Percent: a class's distinctive function takes less than this on the other ranks."""
-
 
 def analyze_job(
     ranks: Sequence[tuple[str, Mapping[str, Any]]], step_names: Iterable[str] = ()
@@ -86,21 +98,30 @@ def analyze_job(
     """The whole-job report from each rank's (name, stats) (see the module doc)."""
     names = tuple(step_names)
     views = [rank_view(n, well_formed(s), names) for n, s in ranks]
-    views = sorted(with_peer_threads(views, names), key=lambda v: natural(v.name))
-    straggler = find_straggler(views)
+    views.sort(key=lambda v: natural(v.name))
+    model = wait_model(views)
+    waits = tuple(model["waiting_states"])
+    peers_by = ("collective",) if model["kind"] == "blocking" else ("collective", "device")
+    views = [with_waits(v, waits) for v in with_peer_threads(views, names, peers_by)]
+    straggler = find_straggler(views, waits)
     return {
         "ranks": [rank_row(v) for v in views],
         "straggler": straggler,
+        "wait_model": model,
         "classes": rank_classes(views),
-        "findings": job_findings(views, straggler, find_stuck(views)),
+        "findings": job_findings(views, straggler, find_stuck(views), waits),
     }
 
 
-def with_peer_threads(views: list[RankView], names: tuple[str, ...]) -> list[RankView]:
+def with_peer_threads(
+    views: list[RankView], names: tuple[str, ...], peers_by: tuple[str, ...] = ("collective",)
+) -> list[RankView]:
     """Ranks without step threads take the threads named as most other ranks' collective
-    step threads (module doc); the others are kept as they are."""
+    step threads (module doc); with async collectives also those found by their device
+    calls, since an NCCL rank's wait shows at its syncs, not in its collectives. The
+    others are kept as they are."""
     found = Counter(
-        t["name"] for v in views if v.detected_by == "collective" for t in v.threads if t["name"]
+        t["name"] for v in views if v.detected_by in peers_by for t in v.threads if t["name"]
     )
     if names or not found:
         return views
@@ -245,10 +266,13 @@ def _merged_functions(group: Sequence[RankView]) -> dict[str, tuple[int, str]]:
 
 
 def job_findings(
-    views: Sequence[RankView], straggler: Straggler | None, stuck: Stuck | None = None
+    views: Sequence[RankView],
+    straggler: Straggler | None,
+    stuck: Stuck | None = None,
+    waits: tuple[str, ...] = BLOCKING_WAITS,
 ) -> list[Finding]:
     """Rules on all ranks' step threads added up, and per rank, then `stuck` or else
-    `straggler` (see the module doc)."""
+    `straggler`, or else (async waits) `peer_or_device` (see the module doc)."""
     if not views:
         return []
     per_rank = {v.name: findings_for_threads(v.stats, v.threads) for v in views}
@@ -268,10 +292,16 @@ def job_findings(
             named = (with_busy_thread(base, v.stats, v.threads, v.name) for v in ordered)
             base = next((f for f in named if f is not base), base)
         found.append({**base, "ranks": holders or [v.name for v in views]})
+    untold = None
     if stuck is not None:
-        found.append(stuck_finding(stuck))
+        found.append(stuck_finding(stuck, waits))
     elif straggler is not None:
-        found.append(straggler_finding(views, straggler))
+        found.append(straggler_finding(views, straggler, waits))
+    elif waits != BLOCKING_WAITS:
+        untold = peer_or_device_finding(views)
+        found += [untold] if untold else []
+    if waits != BLOCKING_WAITS and stuck is None:
+        found = [surfaced(f, straggler, untold is not None) for f in found]
     return rank_findings(found)
 
 
@@ -280,20 +310,29 @@ def _strongest(rule: str, per_rank: Mapping[str, list[Finding]]) -> Finding:
     return max(mine, key=lambda f: f["interval"][0])
 
 
-def straggler_finding(views: Sequence[RankView], straggler: Straggler) -> Finding:
-    """The others' collective wait, caused by the straggler and explained by its excess."""
+def straggler_finding(
+    views: Sequence[RankView], straggler: Straggler, waits: tuple[str, ...] = BLOCKING_WAITS
+) -> Finding:
+    """The others' wait (in the wait model's states), caused by the straggler and
+    explained by its excess."""
     others = [v for v in views if v.name != straggler["name"] and v.pooled.samples]
     waited = waiting(others)
     low, high = percent_interval(*waited)
-    where = pool_views(others).callers.get("collective", {})
-    callers = top_frames(where, waited[1])
+    callers = top_frames(waiting_callers(pool_views(others), waits), waited[1])
     explanation = straggler["explanation"]
     cause = f", which spends {_excess(explanation[0])}" if explanation else ""
     value = round(100 * waited[0] / waited[1], 1)
+    blocking = waits == BLOCKING_WAITS
+    where = "in collectives" if blocking else "at device syncs and in collectives"
+    surfaces = (
+        ""
+        if blocking
+        else " (NCCL collectives only enqueue work: their wait surfaces at the next device sync)"
+    )
     return {
         "rule": "straggler",
-        "severity": "high" if low >= 2 * COLLECTIVE_WAIT else "medium",
-        "title": f"The other ranks wait for {straggler['name']} in collectives",
+        "severity": severity(low, COLLECTIVE_WAIT),
+        "title": f"The other ranks wait for {straggler['name']} {where}",
         "value": value,
         "interval": [low, high],
         "threshold": COLLECTIVE_WAIT,
@@ -302,7 +341,7 @@ def straggler_finding(views: Sequence[RankView], straggler: Straggler) -> Findin
         ),
         "user_callers": callers,
         "advice": f"The other ranks wait {value:g}% of their step at {call_site(callers)} "
-        f"for {straggler['name']}{cause}: remove that excess from its step.",
+        f"for {straggler['name']}{surfaces}{cause}: remove that excess from its step.",
         "ranks": [straggler["name"]],
     }
 

@@ -17,6 +17,7 @@ from typing import Any
 from .state_rules import STATES
 
 _KNOWN_STATES = frozenset(STATES)
+FRAME_LISTS = ("top_self", "top_total", "uncovered_native")
 
 
 def well_formed(stats: object) -> dict[str, Any]:
@@ -34,6 +35,8 @@ def well_formed(stats: object) -> dict[str, Any]:
         "rounds": stats.get("rounds") if _is_count(stats.get("rounds")) else None,
         "thread_functions": [_functions(r) for r in _rows(stats.get("thread_functions"))],
         "lag": stats.get("lag") if isinstance(stats.get("lag"), Mapping) else None,
+        # The frame lists tell the wait model whether a rank shows CUDA or NCCL frames.
+        **{key: _frames(stats.get(key)) for key in FRAME_LISTS},
     }
 
 

@@ -27,6 +27,12 @@ from typing import Any, Literal, TypedDict
 
 from .compare import ShareSide, newcombe_interval, share_side
 from .state_rules import STATES
+from .thresholds import (
+    FALSE_DISCOVERY_RATE,
+    JUDGE_MIN_SAMPLES,
+    MIN_EFFECT_POINTS,
+    RETURN_FRACTION,
+)
 
 CHANGED = "changed"
 UNCHANGED = "unchanged"
@@ -41,13 +47,13 @@ MAX_TRACKED_CATEGORIES = 20
 
 @dataclass(frozen=True)
 class JudgeOptions:
-    """How strict a watch is."""
+    """How strict a watch is (the defaults and their reasons: thresholds.py)."""
 
-    min_effect_points: float = 2.0
+    min_effect_points: float = MIN_EFFECT_POINTS
     """A row moves only when its share changed by at least this many points."""
-    false_discovery_rate: float = 0.01
+    false_discovery_rate: float = FALSE_DISCOVERY_RATE
     """Benjamini–Hochberg level across all rows compared of one pair."""
-    min_samples: int = 1000
+    min_samples: int = JUDGE_MIN_SAMPLES
     """Fewer samples on either side: too few to judge, nothing is said."""
     top_frames: int = 15
     """Frames compared: the top this many of each side's top_self and top_total."""
@@ -301,11 +307,11 @@ def judge(
 
 def returned(row: Row | None, direction: int, min_effect_points: float) -> bool:
     """Whether a row that moved in `direction` (+1 up, -1 down) is back: its change
-    in that direction is now under half the minimum effect (hysteresis, so a change
-    sitting at the threshold does not open and close alerts capture after capture)."""
+    in that direction is now under RETURN_FRACTION of the minimum effect (hysteresis, so a
+    change sitting at the threshold does not open and close alerts capture after capture)."""
     if row is None:
         return False
-    return direction * row["delta_points"] < min_effect_points / 2
+    return direction * row["delta_points"] < min_effect_points * RETURN_FRACTION
 
 
 def row_label(row: Mapping[str, Any]) -> str:

@@ -115,6 +115,20 @@ DEFAULT_RULES: tuple[StateRule, ...] = (
         "c10::cuda::device_synchronize c10::cuda::stream_synchronize "
         "c10::cuda::CUDAStream::synchronize at::cuda::CUDAEvent::synchronize",
     ),
+    # Blocking frees wait for the device: cudaFree synchronizes it before freeing (the
+    # caching allocator exists to avoid that: PyTorch's "CUDA semantics, memory
+    # management"), the allocator's synchronize_and_free_events waits on every pending
+    # event, and ExpandableSegment::unmapHandles synchronizes the stream first ("unlike
+    # cudaFree, MemUnmap and MemRelease do not appear to synchronize": all three in
+    # c10/cuda/CUDACachingAllocator.cpp). With NCCL a wait for a slow peer can surface
+    # there too, so they are gpu_sync, ahead of the allocator rows below. Stream-ordered
+    # frees (cudaFreeAsync, cuMemFreeAsync) do not block and stay allocator.
+    *_native(
+        "gpu_sync",
+        "cudaFree cudaFreeHost re:cuMemFree(Host)?(_v2)? "
+        "*::CUDACachingAllocator::*::synchronize_and_free_events "
+        "*::CUDACachingAllocator::*ExpandableSegment::unmapHandles",
+    ),
     # Allocators: the CUDA caching allocator, CUDA/host allocation calls, host malloc.
     *_native(
         "allocator",

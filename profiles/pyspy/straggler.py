@@ -4,32 +4,47 @@ Works on RankView (one rank's stats seen through its step threads), built by
 `rank_view` from a rank's stored stats; job.py uses it for the report. See job.py's
 module doc for the rules; the numbers are in percent of step-thread samples and the
 intervals are 95% (Newcombe, compare.py).
+
+The wait model says what counts as a rank waiting for its peers. "blocking" (gloo, or
+no GPU): a collective blocks the host until every peer has joined, so the wait is the
+collective share. "async" (NCCL/CUDA): a collective only enqueues work on the device,
+and a rank waiting for a slow peer blocks at its next device sync (`.item()`, a stream
+or event synchronize, a blocking copy, a blocking free of the caching allocator), which
+the states call host_sync or gpu_sync; the wait is then collective + gpu_sync +
+host_sync. A job is "async" when a rank shows CUDA or NCCL frames (`shows_device`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .compare import newcombe_interval
 from .findings import (
-    COLLECTIVE_WAIT,
-    MIN_SAMPLES,
     NO_USER_FRAME,
     Pooled,
+    call_site,
     capture_threads,
     percent_interval,
     pool,
+    samples_in,
     step_threads,
+    top_frames,
 )
+from .frames import is_native, split_location
 from .functions import TOP_FUNCTIONS, function_name
-from .types import Explanation, Straggler
+from .ranknames import ranks_label
+from .rankstats import FRAME_LISTS
+from .thresholds import COLLECTIVE_WAIT, EXPLAIN_MIN, MIN_SAMPLES, STRAGGLER_GAP
+from .types import Explanation, Finding, Straggler, WaitModel
 
-STRAGGLER_GAP = 10.0
-"""Points by which every other rank's collective share must exceed the straggler's."""
-EXPLAIN_MIN = 2.0
-"""Points by which an explanation item must exceed the others (and beyond noise)."""
 EXPLAIN_TOP = 6
+BLOCKING_WAITS = ("collective",)
+"""States in which a rank waits for its peers when collectives block the host."""
+DEVICE_SYNCS = ("gpu_sync", "host_sync")
+ASYNC_WAITS = ("collective", *DEVICE_SYNCS)
+"""...and when they only enqueue work (NCCL): the wait surfaces at the next device sync."""
 
 
 class RankView(NamedTuple):
@@ -48,10 +63,16 @@ class RankView(NamedTuple):
     """What shares are of: the step threads' samples; without idle samples (and with
     known rounds), their sampling rounds, since blocked rounds left no sample."""
     waiting: int
-    """Of `whole`: collective samples, plus the rounds left without a sample."""
+    """Of `whole`: samples in the wait model's waiting states (collective; with async
+    collectives also gpu_sync and host_sync), plus the rounds left without a sample."""
 
 
-def rank_view(name: str, stats: Mapping[str, Any], names: tuple[str, ...]) -> RankView:
+def rank_view(
+    name: str,
+    stats: Mapping[str, Any],
+    names: tuple[str, ...],
+    waits: tuple[str, ...] = BLOCKING_WAITS,
+) -> RankView:
     chosen = step_threads(capture_threads(stats), names)
     tids = {str(t["tid"]) for t in chosen.threads}
     rows = [r for r in stats.get("thread_functions") or [] if str(r["tid"]) in tids]
@@ -71,21 +92,90 @@ def rank_view(name: str, stats: Mapping[str, Any], names: tuple[str, ...]) -> Ra
         if len(r["functions"]) >= TOP_FUNCTIONS
     )
     pooled = pool(chosen.threads)
-    whole, collective = pooled.samples, pooled.states.get("collective", 0)
+    whole = pooled.samples
     rounds = stats.get("rounds") or 0
     if stats.get("idle_included") is False and rounds * len(chosen.threads) > whole:
         whole = rounds * len(chosen.threads)
-    waiting = collective + whole - pooled.samples
-    return RankView(
-        name, stats, chosen.threads, chosen.detected_by, pooled, functions, floor, whole, waiting
+    view = RankView(
+        name, stats, chosen.threads, chosen.detected_by, pooled, functions, floor, whole, 0
     )
+    return with_waits(view, waits)
+
+
+def with_waits(view: RankView, waits: tuple[str, ...]) -> RankView:
+    """The view with `waiting` measured in the states `waits` (and unsampled rounds)."""
+    waited = sum(view.pooled.states.get(state, 0) for state in waits)
+    return view._replace(waiting=waited + view.whole - view.pooled.samples)
+
+
+# --- the wait model ---
+
+_DEVICE_LIBRARY = re.compile(r"lib(?:cuda|cudart|nccl)\.so[0-9.]*")
+_DEVICE_CALL = re.compile(r"cu(?:da)?[A-Z][A-Za-z0-9_]*|nccl[A-Z][A-Za-z0-9_]*")
+MAX_FRAME_TEXT = 4096
+"""Longer frame texts (untrusted) are not inspected for CUDA/NCCL names."""
+
+
+def is_device_frame(frame: str) -> bool:
+    """A native frame of the CUDA driver or runtime or of NCCL: in libcuda, libcudart or
+    libnccl (`cuLaunchKernel (libcuda.so.1)`), a CUDA or NCCL API call linked into
+    another library (`cudaLaunchKernel (libtorch_cuda.so)`, `ncclAllReduce`), or
+    torch's NCCL process group (`c10d::ProcessGroupNCCL::allreduce`)."""
+    if len(frame) > MAX_FRAME_TEXT or not is_native(frame):
+        return False
+    name, location = split_location(frame)
+    return (
+        _DEVICE_LIBRARY.fullmatch(location.rpartition("/")[2]) is not None
+        or _DEVICE_CALL.fullmatch(name) is not None
+        or name.startswith("c10d::ProcessGroupNCCL::")
+    )
+
+
+def shows_device(view: RankView) -> bool:
+    """Whether a rank shows CUDA or NCCL frames: its step threads launch kernels or sync
+    with the device (states only CUDA frames give), or its capture's frame lists
+    (`top_self`, `top_total`, `uncovered_native`) name one (`is_device_frame`). Stats keep
+    no per-thread frames, so the lists are the whole capture's: an NCCL process group
+    shows there even when its calls are too short to show in a step thread's states."""
+    if any(samples_in(t, s) for t in view.threads for s in ("gpu_launch", "gpu_sync")):
+        return True
+    lists = [view.stats.get(key) or [] for key in FRAME_LISTS]
+    return any(is_device_frame(row["frame"]) for rows in lists for row in rows)
+
+
+def wait_model(views: Sequence[RankView]) -> WaitModel:
+    """The job's wait model: async when any rank shows CUDA or NCCL frames, else
+    blocking (module doc)."""
+    device = [v.name for v in views if shows_device(v)]
+    unsampled = "; without --idle, plus the sampling rounds they left no sample in"
+    if not device:
+        return {
+            "kind": "blocking",
+            "waiting_states": list(BLOCKING_WAITS),
+            "ranks": [],
+            "explanation": "No CUDA or NCCL frames: collectives block the host (gloo), so a "
+            "rank waits for its peers inside the collective call. Waiting is its step "
+            f"threads' collective share{unsampled}.",
+        }
+    return {
+        "kind": "async",
+        "waiting_states": list(ASYNC_WAITS),
+        "ranks": device,
+        "explanation": f"{ranks_label(device)} show CUDA or NCCL frames: NCCL collectives "
+        "only enqueue work, and a rank waiting for a slow peer blocks at its next device "
+        "sync (`.item()`, a stream or event synchronize, a blocking copy or free). Waiting "
+        f"is its step threads' collective, gpu_sync and host_sync share{unsampled}.",
+    }
 
 
 # --- the straggler ---
 
 
-def find_straggler(views: Sequence[RankView]) -> Straggler | None:
-    """The rank the others wait for, beyond noise, with its explanation; else None."""
+def find_straggler(
+    views: Sequence[RankView], waits: tuple[str, ...] = BLOCKING_WAITS
+) -> Straggler | None:
+    """The rank the others wait for (their `waiting`, in the wait model's states), beyond
+    noise, with its explanation; else None."""
     ranked = [v for v in views if v.pooled.samples >= MIN_SAMPLES]
     if len(ranked) < 2:
         return None
@@ -103,7 +193,7 @@ def find_straggler(views: Sequence[RankView]) -> Straggler | None:
         "name": candidate.name,
         "wait_percent": round(100 * mine[0] / mine[1], 1),
         "others_wait_percent": round(100 * waited[0] / waited[1], 1),
-        "explanation": explain(candidate, others),
+        "explanation": explain(candidate, others, waits),
     }
 
 
@@ -121,8 +211,11 @@ def function_counts(view: RankView, function: str) -> tuple[int, int]:
     return function_samples(view, function), view.pooled.samples
 
 
-def explain(rank: RankView, others: Sequence[RankView]) -> list[Explanation]:
-    """What `rank` does more than `others` pooled, beyond noise, largest first."""
+def explain(
+    rank: RankView, others: Sequence[RankView], waits: tuple[str, ...] = BLOCKING_WAITS
+) -> list[Explanation]:
+    """What `rank` does more than `others` pooled, beyond noise, largest first; never a
+    waiting state (`waits`): what the others wait in, the straggler's own is smaller."""
     # Shares of the samples seen (without idle samples, of the time each was running):
     # a share of rounds would credit every frame of a less-blocked rank with the gap.
     total = sum(o.pooled.samples for o in others)
@@ -133,8 +226,8 @@ def explain(rank: RankView, others: Sequence[RankView]) -> list[Explanation]:
         if item is not None:
             items.append({**item, "function": function})
     for state, callers in rank.pooled.callers.items():
-        if state == "collective":
-            continue  # what the others wait in; the straggler's own is smaller
+        if state in waits:
+            continue
         for frame, samples in callers.items():
             theirs = sum(_caller_samples(o, state, frame) for o in others)
             item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
@@ -191,6 +284,15 @@ def _caller_floor(view: RankView, state: str) -> int:
     return floor
 
 
+def waiting_callers(pooled: Pooled, waits: tuple[str, ...]) -> dict[str, int]:
+    """User callers of the waiting states `waits`, added up."""
+    merged: dict[str, int] = {}
+    for state in waits:
+        for frame, samples in pooled.callers.get(state, {}).items():
+            merged[frame] = merged.get(frame, 0) + samples
+    return merged
+
+
 def pool_views(group: Sequence[RankView]) -> Pooled:
     samples, states, callers = 0, {}, {}
     for view in group:
@@ -202,3 +304,74 @@ def pool_views(group: Sequence[RankView]) -> Pooled:
             for frame, count in by_frame.items():
                 mine[frame] = mine.get(frame, 0) + count
     return Pooled(samples, states, callers)
+
+
+# --- async waits: a peer or the device ---
+
+
+def peer_or_device_finding(views: Sequence[RankView]) -> Finding | None:
+    """Async waits only: every measured rank (at least two) waits at device syncs past
+    COLLECTIVE_WAIT over its whole interval, and no rank waits clearly less. Each rank may
+    wait for its own device or for a slow peer's NCCL kernel: host stacks cannot tell."""
+    measured = [v for v in views if v.pooled.samples >= MIN_SAMPLES and v.whole > 0]
+    synced = [(v, sum(v.pooled.states.get(s, 0) for s in DEVICE_SYNCS)) for v in measured]
+    if len(measured) < 2 or any(percent_interval(n, v.whole)[0] <= COLLECTIVE_WAIT
+                                for v, n in synced):  # fmt: skip
+        return None
+    whole = sum(v.whole for v in measured)
+    total = sum(n for _, n in synced)
+    low, high = percent_interval(total, whole)
+    callers = top_frames(waiting_callers(pool_views(measured), DEVICE_SYNCS), whole)
+    shares = sorted((100 * n / v.whole, v.name) for v, n in synced)
+    value = round(100 * total / whole, 1)
+    return {
+        "rule": "peer_or_device",
+        "severity": "info",
+        "title": "The ranks wait at device syncs alike: a slow device or a slow peer cannot "
+        "be told apart from host stacks",
+        "value": value,
+        "interval": [low, high],
+        "threshold": COLLECTIVE_WAIT,
+        "frames": [c["frame"] for c in callers if c["frame"] != NO_USER_FRAME],
+        "user_callers": callers,
+        "advice": f"Every rank waits at device syncs ({value:g}% of the step, from "
+        f"{shares[0][0]:.0f}% on {shares[0][1]} to {shares[-1][0]:.0f}% on {shares[-1][1]}), "
+        f"at {call_site(callers)}. With NCCL a rank waiting for its own busy GPU and one "
+        "waiting for a slow peer block at the same sync, so no straggler is named: compare "
+        "the ranks' GPU time (torch.profiler or Nsight Systems on each rank, or "
+        "nvidia-smi's utilisation). A rank whose GPU stays busy while the other GPUs wait "
+        "in NCCL kernels is the straggler; when every GPU is busy, the device sets the pace.",
+        "ranks": [v.name for v in measured],
+    }
+
+
+SURFACING_RULES = ("host_sync", "gpu_sync")
+"""Rules whose sync is where an async wait for a peer surfaces."""
+
+
+def surfaced(finding: Finding, straggler: Straggler | None, untold: bool) -> Finding:
+    """A host_sync or gpu_sync finding on ranks that wait for a named straggler (or that
+    may, when `untold`): the sync is where the wait surfaces, not its cause."""
+    if finding["rule"] not in SURFACING_RULES or (straggler is None and not untold):
+        return finding
+    site, share = call_site(finding["user_callers"]), f"{finding['value']:g}%"
+    if straggler is not None:
+        name = straggler["name"]
+        waiters = [r for r in finding.get("ranks", []) if r != name]
+        if not waiters:
+            return finding  # the straggler's own sync: no peer is waited for there
+        verb = "waits" if len(waiters) == 1 else "wait"
+        advice = (
+            f"{site} is where {ranks_label(waiters)} {verb} for {name} ({share} of the step): NCCL "
+            "collectives only enqueue work, so a wait for a slow peer surfaces at the next "
+            f"device sync. The sync is not the cause: remove {name}'s excess (the straggler "
+            "finding); dropping the sync would only move the wait to the next one."
+        )
+    else:
+        advice = (
+            f"{site} waits for the device ({share} of the step), and with NCCL it is also "
+            "where a wait for a slow peer surfaces; host stacks cannot tell which (the "
+            "peer_or_device finding). The sync may not be the cause: reading the value "
+            "less often helps only when the device itself is the wait."
+        )
+    return {**finding, "advice": advice}

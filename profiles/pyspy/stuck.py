@@ -3,9 +3,10 @@ elsewhere. That is a hang (or the start of one), not a straggler: a straggler's 
 can be removed from its step, a rank that stands still cannot.
 
 Works on the job's RankViews (straggler.py). Of the ranks with at least MIN_SAMPLES
-step-thread samples, a rank *waits* when its whole 95% Wilson interval of collective
-share is at or above STUCK_WAIT, and is *elsewhere* when its whole interval lies below
-STUCK_ELSEWHERE. The finding holds when some ranks wait, some are elsewhere, and every
+step-thread samples, a rank *waits* when its whole 95% Wilson interval of waiting share
+(the wait model's: collective, or with async collectives also device syncs) is at or
+above STUCK_WAIT, and is *elsewhere* when its whole interval lies below STUCK_ELSEWHERE
+(both in thresholds.py). The finding holds when some ranks wait, some are elsewhere, and every
 measured rank is one or the other; it needs idle samples on every rank (py-spy
 `--idle`): without them a blocked rank leaves no sample, and a rank blocked in its own
 code cannot be told from one blocked in a collective. It names the ranks elsewhere,
@@ -20,21 +21,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .compare import wilson_interval
-from .findings import MIN_SAMPLES, NO_USER_FRAME, percent_interval, top_frames
+from .findings import NO_USER_FRAME, percent_interval, top_frames
 from .ranknames import ranks_label
-from .straggler import RankView, pool_views, waiting
+from .straggler import BLOCKING_WAITS, RankView, pool_views, waiting, waiting_callers
+from .thresholds import MIN_SAMPLES, STUCK_ELSEWHERE, STUCK_WAIT
 from .types import Finding
 
-STUCK_WAIT = 90.0
-"""Percent: a rank waits out the window when its collective share is at least this over
-its whole interval. Ranks blocked behind a hung peer wait 99-100% of the window (the
-recorded `hung` job: tests/data/jobs/SOURCES.md); a healthy job, even a
-communication-bound one, computes part of each step (the ranks of the other recorded
-jobs wait 2-85%, the most being the peers of a starved or slow rank)."""
-STUCK_ELSEWHERE = 50.0
-"""Percent: a rank is elsewhere when its collective share stays below this over its whole
-interval: it spends most of the window outside collectives (the hung rank of the
-recorded job: 0%), far from the waiting ranks' STUCK_WAIT."""
 SHOWN_ODD = 3
 """Odd ranks whose place the advice spells out before it counts the rest."""
 
@@ -59,20 +51,22 @@ def find_stuck(views: Sequence[RankView]) -> Stuck | None:
     return Stuck(odd, waits)
 
 
-def stuck_finding(stuck: Stuck) -> Finding:
-    """The `stuck` finding (high): who stands where, and where the others wait."""
+def stuck_finding(stuck: Stuck, waits: tuple[str, ...] = BLOCKING_WAITS) -> Finding:
+    """The `stuck` finding (high): who stands where, and where the others wait (in the
+    wait model's states `waits`)."""
     waited = waiting(stuck.waiting)
     low, high = percent_interval(*waited)
     value = round(100 * waited[0] / waited[1], 1)
-    waits_at = top_frames(pool_views(stuck.waiting).callers.get("collective", {}), waited[1])
+    waits_at = top_frames(waiting_callers(pool_views(stuck.waiting), waits), waited[1])
     there = next((c["frame"] for c in waits_at if c["frame"] != NO_USER_FRAME), None)
-    places = [(view.name, *place(view)) for view in stuck.odd]
+    places = [(view.name, *place(view, waits)) for view in stuck.odd]
+    where = "in collectives" if waits == BLOCKING_WAITS else "at device syncs and in collectives"
     odd, others = _label(stuck.odd), _label(stuck.waiting)
     verb = "stands" if len(places) == 1 else "stand"
     return {
         "rule": "stuck",
         "severity": "high",
-        "title": f"{odd} {verb} {_where(places)} while the other ranks wait in collectives",
+        "title": f"{odd} {verb} {_where(places)} while the other ranks wait {where}",
         "value": value,
         "interval": [low, high],
         "threshold": STUCK_WAIT,
@@ -83,7 +77,7 @@ def stuck_finding(stuck: Stuck) -> Finding:
         ),
         "user_callers": _callers(stuck.odd[0], places[0][2]),
         "advice": f"The job is stuck (or nearly): {others} wait {value:g}% of the window "
-        "in collectives"
+        f"{where}"
         + (f" at `{there}`" if there else "")
         + f", while {_places(places)}. Find out why {odd} {verb} there (a lock, a file, "
         "its input, a collective it skipped): a faster step will not help. Dump all ranks "
@@ -92,12 +86,12 @@ def stuck_finding(stuck: Stuck) -> Finding:
     }
 
 
-def place(view: RankView) -> tuple[str, str]:
-    """Where a rank stands: the (user caller, state) outside collectives with most samples,
-    a frame of the user's code before `(no user frame)`."""
+def place(view: RankView, waits: tuple[str, ...] = BLOCKING_WAITS) -> tuple[str, str]:
+    """Where a rank stands: the (user caller, state) outside the waiting states with most
+    samples, a frame of the user's code before `(no user frame)`."""
     best: tuple[int, int, str, str] | None = None
     for state, callers in view.pooled.callers.items():
-        if state == "collective":
+        if state in waits:
             continue
         for frame, samples in callers.items():
             key = (frame != NO_USER_FRAME, samples, frame, state)

@@ -217,8 +217,9 @@ class Explanation(TypedDict):
 
 
 class Straggler(TypedDict):
-    """`wait_percent`: its step threads' share in collectives (without idle samples: in
-    collectives or blocked, of the sampling rounds); `others_wait_percent` the others'."""
+    """`wait_percent`: its step threads' share in the wait model's waiting states (in
+    collectives; with async collectives also at device syncs; without idle samples, or
+    blocked, of the sampling rounds); `others_wait_percent` the others'."""
 
     name: str
     wait_percent: float
@@ -263,6 +264,7 @@ class JobReport(TypedDict):
     straggler: Straggler | None
     classes: list[JobClass]
     findings: list[Finding]
+    wait_model: WaitModel
 
 
 # --- whole-job dump (owned by stacks.py) ---
@@ -311,3 +313,87 @@ class Stacks(TypedDict):
     verdict: StacksVerdict
     classes: list[StacksClass]
     ranks: list[StacksRank]
+
+
+# --- time (owned by timeline.py, window.py, periodic.py; the track in timetrack.py) ---
+
+
+class TimelineThread(TypedDict):
+    """One thread sampled in every round: per bucket its dominant state (None: no sample)
+    and, for each state it has, its share of the bucket's samples (0 to 1)."""
+
+    name: str
+    tid: int | str
+    dominant: list[str | None]
+    states: dict[str, list[float]]
+
+
+class UntimedThread(TypedDict):
+    """A thread sampled in fewer rounds than the capture (born or ended during it): its
+    samples have no times, so it is not on the timeline."""
+
+    name: str
+    tid: int | str
+    samples: int
+    reason: str
+
+
+class Timeline(TypedDict):
+    """`start`: host epoch seconds where bucket 0 starts (the first sample, unless aligned
+    on another origin); bucket i covers [start + i * bucket_s, start + (i + 1) * bucket_s)."""
+
+    start: float
+    bucket_s: float
+    threads: list[TimelineThread]
+    untimed: NotRequired[list[UntimedThread]]
+
+
+class AlignedRank(TypedDict):
+    """A rank of a whole-job timeline; `offset_s` was added to its host's clock."""
+
+    name: str
+    offset_s: float
+    threads: list[TimelineThread]
+    untimed: list[UntimedThread]
+
+
+class AlignedTimeline(TypedDict):
+    """Several ranks on one clock: `start` on the reference clock, the same buckets for all."""
+
+    start: float
+    bucket_s: float
+    ranks: list[AlignedRank]
+
+
+class PeriodicFinding(Finding):
+    """A `periodic_stall` finding (periodic.py): every `period_s` seconds, `duration_s`
+    seconds in `function` (a user function, or None) or `state`, on `thread`; `value` the
+    percent of the thread's time in the stalls, `interval` its 95% t-interval over the
+    bursts; `bursts` each burst's [start, end] in seconds since the first sample."""
+
+    period_s: float
+    duration_s: float
+    state: str
+    function: str | None
+    thread: str
+    bursts: list[list[float]]
+    regularity_cv: float
+
+
+# --- the whole job's wait model (owned by straggler.py) ---
+
+
+class WaitModel(TypedDict):
+    """What the job report counted as a rank waiting for its peers (straggler.py).
+
+    `kind` "blocking": collectives block the host (gloo, no GPU), `waiting_states`
+    ["collective"]; "async": some rank shows CUDA or NCCL frames (`ranks`, natural
+    order), and an NCCL collective only enqueues work, so a wait for a slow peer
+    surfaces at the next device sync: ["collective", "gpu_sync", "host_sync"].
+    `explanation` says so in one or two sentences for the page.
+    """
+
+    kind: Literal["blocking", "async"]
+    waiting_states: list[str]
+    ranks: list[str]
+    explanation: str

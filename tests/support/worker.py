@@ -128,9 +128,9 @@ class WorkerProcess:
 
     def tree(self) -> list[int]:
         """The workers' processes and everything they started."""
-        from tests.support.sshd import _descendants
+        from tests.support.procs import descendants
 
-        return [pid for proc in self.procs for pid in (proc.pid, *_descendants(proc.pid))]
+        return [pid for proc in self.procs for pid in (proc.pid, *descendants(proc.pid))]
 
     def ssh_clients(self) -> int:
         """How many `ssh` clients the workers run right now (one per connection)."""

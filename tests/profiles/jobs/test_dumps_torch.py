@@ -24,7 +24,7 @@ from tests.support.sshd import ALIAS
 from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "hang_train.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "hang_train.py"
 WORLD, BAD = 3, 2
 CASES = ("own_code", "skipped_collective", "loader_deadlock")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DURATION_S = 3  # as in test_group_window_e2e.py: the same bounds, a shorter window
 LINE = re.compile(
     r"(\d+) processes on 1 host\(s\): (\d+)/\d+ done, start skew ([\d.]+) s, "

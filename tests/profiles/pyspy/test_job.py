@@ -201,4 +201,11 @@ def test_step_thread_names_given_for_the_job_override_the_guess():
 
 
 def test_an_empty_job_reports_nothing():
-    assert analyze_job([]) == {"ranks": [], "straggler": None, "classes": [], "findings": []}
+    report = analyze_job([])
+    model = report.pop("wait_model")
+    assert report == {"ranks": [], "straggler": None, "classes": [], "findings": []}
+    assert (model["kind"], model["waiting_states"], model["ranks"]) == (
+        "blocking",
+        ["collective"],
+        [],
+    )

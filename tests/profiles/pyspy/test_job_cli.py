@@ -33,7 +33,8 @@ def test_it_prints_ranks_straggler_classes_and_findings_of_the_real_job():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert set(report) == {"ranks", "straggler", "classes", "findings"}
+    assert set(report) == {"ranks", "straggler", "classes", "findings", "wait_model"}
+    assert report["wait_model"]["kind"] == "blocking"  # a gloo job: collectives block
     assert [r["name"] for r in report["ranks"]] == ["rank-0", "rank-1", "rank-2", "rank-3"]
     assert all(t["active_percent"] is not None for r in report["ranks"] for t in r["threads"])
     assert report["straggler"]["name"] == "rank-3"

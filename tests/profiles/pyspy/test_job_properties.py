@@ -17,8 +17,8 @@ FUNCTIONS = ["main (train.py)", "wait_for_lock (train.py)", "augment (train.py)"
 THREAD_NAMES = ["MainThread", "trainer", "loader", ""]
 # A state's samples: mostly 0, or a few, or many (enough for findings to be judged).
 COUNTS = st.one_of(st.just(0), st.just(0), st.integers(1, 5), st.integers(50, 400))
-KNOWN_RULES = {*RULES_BY_NAME, "straggler", "stuck", "too_few_samples", "waits_hidden",
-               "sampler_unreliable"}  # fmt: skip
+KNOWN_RULES = {*RULES_BY_NAME, "straggler", "stuck", "peer_or_device", "too_few_samples",
+               "waits_hidden", "sampler_unreliable"}  # fmt: skip
 
 
 @st.composite

@@ -14,7 +14,7 @@ from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "pyspy"
+DATA = Path(__file__).resolve().parents[2] / "data" / "pyspy"
 
 
 def _wait_final(capture_id: int, timeout_s: float = 60) -> Capture:

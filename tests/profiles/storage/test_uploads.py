@@ -136,7 +136,7 @@ print(json.dumps({"growth": growth, "folded_bytes": folded_bytes,
 def test_the_folded_export_of_a_big_speedscope_import_is_never_held_whole():
     """The export (raw folded text, ~50 MB here) is gzipped as it is written: the worker's
     peak grows by a fraction of it, where building the text, then its bytes, took 2x."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "-c", EXPORT_CHILD],
         cwd=root,

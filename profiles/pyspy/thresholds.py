@@ -1,0 +1,115 @@
+"""Every evidence threshold of the engine, in one place, each with its reason.
+
+A threshold decides what the evidence may claim: when a share is judged at all, how
+far past a limit its interval must lie, when two ranks count as alike. The modules that
+apply them (findings, straggler, job, stuck, activity, regression, compare) import
+them from here. docs/findings.md lists each one with its value and reason, and
+tests/profiles/pyspy/test_thresholds.py fails when the two disagree.
+
+Units are in the names' docstrings: "percent" is a share of the step threads' samples
+(0-100), "points" a difference of two such shares, "fraction" a share as 0-1.
+Sizes of lists shown to the user (top N) are no thresholds and stay with their code.
+"""
+
+from __future__ import annotations
+
+# --- how sure: every interval of the engine ---
+
+Z_95 = 1.959963984540054
+"""z of the 95% intervals (Wilson, Newcombe): the usual level; py-spy's samples are
+autocorrelated, so the intervals are optimistic and the thresholds below leave room."""
+
+# --- findings on one capture (findings.py) ---
+
+MIN_SAMPLES = 100
+"""Step-thread samples below which no share is judged: with fewer, the 95% interval of
+a share near half spans about 20 points, wider than most thresholds."""
+HOST_SYNC_SHARE = 5.0
+"""Percent in host_sync past which `.item()`-style syncs cost the step: each one stalls
+the host until the device drains its queue, so a few percent is already a habit."""
+LAUNCH_BOUND_SHARE = 20.0
+"""Percent in gpu_launch past which the step is launch-bound: launching is part of every
+step's work, so only a large share says the host, not the device, sets the pace."""
+GPU_SYNC_SHARE = 5.0
+"""Percent in gpu_sync (explicit syncs, blocking copies and frees) past which they cost
+the step: like host syncs, each one idles the host until the device is done."""
+ALLOCATOR_SHARE = 5.0
+"""Percent in the allocator past which allocation churns: a warm caching allocator
+serves a block in microseconds, so a visible share means it keeps missing."""
+INPUT_BOUND_SHARE = 10.0
+"""Percent in data_wait past which the step is input-bound: a short wait for the first
+batch after each epoch is normal, a tenth of the time is not."""
+BACKPRESSURE_SHARE = 10.0
+"""Percent blocked on a full queue past which the consumer holds the step back (as
+INPUT_BOUND_SHARE, from the other side of the queue)."""
+GIL_SHARE = 5.0
+"""Percent waiting for the GIL past which other threads' Python slows the step: torch
+releases the GIL around every op, so a healthy step thread rarely waits for it."""
+SATURATED = 80.0
+"""Percent: a thread beside the step busy (in no wait state) past this over its whole
+interval is saturated, the loader or GIL holder the finding names."""
+SAMPLER_UNRELIABLE = 50.0
+"""Percent of the requested sampling rounds under which py-spy's capture is unreliable
+(lag.py's "unreliable" verdict, fraction < 0.5): half the rounds missing means the
+missing ones are not a random half."""
+HIGH_SEVERITY = 2.0
+"""A finding is "high" when its interval's low end is at least this times its threshold."""
+
+# --- step threads and the whole job (findings.py, straggler.py, job.py, stuck.py) ---
+
+COLLECTIVE_MIN = 0.01
+"""Fraction of a thread's samples in collectives that makes it a step thread: a step
+thread makes collective calls every step, a helper thread almost never does."""
+COLLECTIVE_WAIT = 10.0
+"""Percent: the other ranks' waiting share (collectives; with asynchronous collectives
+also device syncs) past which a straggler, or a wait no rank can be blamed for, costs the
+job: under a tenth of the step, removing a straggler's excess saves little. The peers of
+the recorded jobs' straggler and starved rank wait 60-85%."""
+STRAGGLER_GAP = 10.0
+"""Points by which every other rank's waiting share must exceed the straggler's, over the
+whole interval: the balanced recorded job shows gaps of 8-10 points with no cause planted."""
+EXPLAIN_MIN = 2.0
+"""Points by which an item explaining the straggler must exceed the others' share (and
+beyond noise): smaller excesses do not make a rank the one the others wait for."""
+CLASS_GAP = 10.0
+"""Points beyond noise by which a state's (or a distinctive function's) share may differ
+inside one class of ranks: the STRAGGLER_GAP of noise that ranks doing the same work show."""
+DISTINCT_OTHERS = 5.0
+"""Percent: a function that one side runs under this share "hardly runs" there, so a rank
+running it heavily is apart from the others even when its states look the same."""
+STUCK_WAIT = 90.0
+"""Percent: a rank waits out the window when its waiting share is at least this over its
+whole interval. Ranks blocked behind a hung peer wait 99-100% of the window (the recorded
+`hung` job: tests/data/jobs/SOURCES.md); a healthy job, even a communication-bound one,
+computes part of each step (the other recorded jobs' ranks wait 2-85%)."""
+STUCK_ELSEWHERE = 50.0
+"""Percent: a rank stands elsewhere when its waiting share stays below this over its whole
+interval (the hung rank of the recorded job: 0%), far from the waiting ranks' STUCK_WAIT."""
+
+# --- rounds and idle samples (activity.py) ---
+
+FULL_ROUNDS = 0.95
+"""Fraction of the sampling rounds in which a thread must give a sample to "fill" them:
+with --idle every live thread gives one per round, less a few that py-spy failed."""
+TRANSIENT = 0.1
+"""Fraction of the busiest thread's samples under which a thread lived only briefly
+(gloo and pybind11 start short-lived threads) and says nothing about idle samples."""
+KEPT_BLOCKED = 0.2
+"""Fraction of blocked samples that shows py-spy kept blocked stacks when a single thread
+fills the rounds: without --idle it drops exactly those, leaving next to none."""
+
+# --- regression between captures (regression.py) ---
+
+MIN_EFFECT_POINTS = 2.0
+"""Points a share must change by for a watch to call it moved: with thousands of samples
+smaller changes are significant, yet rarely worth a message to a person."""
+FALSE_DISCOVERY_RATE = 0.01
+"""Benjamini-Yekutieli level across all rows of one comparison: a watch alerts a person,
+so false alarms must be rare (in the watch simulation of docs/watches.md it raised none)."""
+JUDGE_MIN_SAMPLES = 1000
+"""Samples either capture needs before a watch judges it: with fewer, a share near half is
+known only within about 3 points, more than the MIN_EFFECT_POINTS a watch acts on."""
+RETURN_FRACTION = 0.5
+"""A moved row is back when its change in that direction is under this fraction of
+MIN_EFFECT_POINTS: hysteresis, so a change at the threshold does not open and close
+alerts capture after capture."""
