@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable
 
 from .limits import MAX_LOG_LINE_CHARS
+from .thresholds import SAMPLER_ERRORS, SAMPLER_UNRELIABLE
 from .types import LagPoint, LagReport
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r")
@@ -134,7 +135,7 @@ def _verdict(fraction: float | None, samples: int | None, errors: int | None) ->
     if fraction is None:
         return "ok"
     error_share = (errors or 0) / max((samples or 0) + (errors or 0), 1)
-    if fraction < 0.5 or error_share > 0.10:
+    if fraction < SAMPLER_UNRELIABLE / 100 or error_share > SAMPLER_ERRORS / 100:
         return "unreliable"
     return "degraded"
 

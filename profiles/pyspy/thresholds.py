@@ -52,6 +52,10 @@ SAMPLER_UNRELIABLE = 50.0
 """Percent of the requested sampling rounds under which py-spy's capture is unreliable
 (lag.py's "unreliable" verdict, fraction < 0.5): half the rounds missing means the
 missing ones are not a random half."""
+SAMPLER_ERRORS = 10.0
+"""Percent of py-spy's reads that failed (its `Errors: M` against `Samples: N`) past
+which the capture is unreliable too: one read in ten lost is no longer a few torn
+stacks at thread exits but a target py-spy cannot follow."""
 HIGH_SEVERITY = 2.0
 """A finding is "high" when its interval's low end is at least this times its threshold."""
 
