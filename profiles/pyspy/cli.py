@@ -1,4 +1,4 @@
-"""Command line: `python -m profiles.pyspy analyze|export|dump|lag|job|stacks ...`.
+"""Command line: `python -m profiles.pyspy analyze|export|dump|lag|job|stacks|timeline ...`.
 
 Exit 0 with JSON (or folded text) on stdout; exit 2 with one line on stderr when
 the input cannot be used. A bug still ends in one line (exit 1), never a traceback.
@@ -77,6 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     lag.add_argument("file")
     add_job_parser(sub)
     add_stacks_parser(sub)
+    tl = sub.add_parser("timeline", help="each thread's states bucket by bucket (needs a track)")
+    tl.add_argument("file", help="the capture's raw text (as split from speedscope)")
+    tl.add_argument("--track", required=True, help="its time track (JSON, maybe gzip)")
+    tl.add_argument("--bucket", type=float, help="seconds per bucket (default: a few hundred)")
     return parser
 
 
@@ -157,6 +161,20 @@ def _lag(args: argparse.Namespace) -> None:
     _print_json(report)
 
 
+def _timeline(args: argparse.Namespace) -> None:
+    # Imported here: the other commands do not pay for the time modules.
+    from .timed import TimedCapture
+    from .timeline import timeline
+    from .timetrack import load_track
+
+    try:
+        data = Path(args.track).read_bytes()
+    except OSError as exc:
+        raise ProfileError(f"{Path(args.track).name}: cannot read it ({exc.strerror})") from None
+    track = load_track(data, Path(args.track).name)
+    _print_json(timeline(TimedCapture(_read_text(args.file), track), args.bucket))
+
+
 def _print_json(value: object) -> None:
     # json.dumps to one string uses the C encoder; json.dump to a stream runs the
     # pure-Python one chunk by chunk and took half the CLI's time on a big capture.
@@ -170,6 +188,7 @@ _COMMANDS = {
     "lag": _lag,
     "job": lambda a: run_job(a, _print_json),
     "stacks": lambda a: run_stacks(a, _read_text, _print_json),
+    "timeline": _timeline,
 }
 
 

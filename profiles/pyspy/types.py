@@ -397,3 +397,13 @@ class WaitModel(TypedDict):
     waiting_states: list[str]
     ranks: list[str]
     explanation: str
+
+
+class WindowThread(TypedDict):
+    """A placed thread in a window (or the rest of the capture): its samples there and,
+    for each state it has there, how many of them."""
+
+    name: str
+    tid: int | str
+    samples: int
+    states: dict[str, int]

@@ -1,0 +1,169 @@
+"""A capture with time: its raw text and its time track (timetrack.py), read once for
+the timeline, windows and periodic stalls.
+
+The raw text's records (its non-blank lines that are not `#` comments, in order) are
+what the track's indexes name. They are parsed once into a Profile with raw.py's own
+record reader (`folded_record`) and the same trie builder, keeping each record's leaf
+node, so every sample's state (states.classify) and user frames come from one lookup
+per record, never per sample. A record raw.py would skip (past the limits) keeps its
+place and has no state.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+from operator import mul
+
+from .errors import ProfileError
+from .functions import function_name
+from .limits import MAX_FRAME_CHARS, MAX_LINE_CHARS, MAX_STACK_DEPTH
+from .profile import Profile, ProfileBuilder
+from .raw import folded_record
+from .rule_table import StateRules
+from .states import STATES, Classified, UserCode, classify
+from .timetrack import ThreadTrack, Track, require_time
+
+_BYTE = [bytes([i]) for i in range(256)]
+NO_STATE = 255
+"""A sample's state when it counts in no record (a malformed sample)."""
+
+
+class TimedCapture:
+    """A capture's records and track; ProfileError when they do not belong together,
+    TimeUnavailable when the track has no times."""
+
+    def __init__(
+        self,
+        raw_text: str,
+        track: Track | None,
+        *,
+        state_rules: StateRules | None = None,
+        library: Iterable[str] = (),
+    ) -> None:
+        self.track = require_time(track)
+        self.lines = _record_lines(raw_text)
+        if len(self.lines) != self.track.records:
+            raise ProfileError(
+                f"the time track does not belong to this raw text: it names "
+                f"{self.track.records} records, the text has {len(self.lines)}"
+            )
+        self.state_rules = state_rules
+        self.user = UserCode(library)
+        self._profile: tuple[Profile, array] | None = None
+        self._states: dict[int, bytes] = {}
+        self._line_states: bytes | None = None
+        self._user_frames: list[list[str]] | None = None
+        self._functions: list[frozenset[str]] | None = None
+
+    def stack(self, record: int) -> str:
+        """A record's frames as the raw text writes them (`a;b;c`)."""
+        return self.lines[record].rpartition(" ")[0]
+
+    def profile(self) -> tuple[Profile, array]:
+        """The records as a Profile, and each record's leaf node (-1: skipped)."""
+        if self._profile is None:
+            builder, leaves = ProfileBuilder(), array("i")
+            for line in self.lines:
+                record = folded_record(line) if len(line) <= MAX_LINE_CHARS else None
+                if record is None or not _within_limits(record[0]):
+                    leaves.append(-1)
+                else:
+                    leaves.append(builder.add(*record))
+            self._profile = builder.build("raw"), leaves
+        return self._profile
+
+    def classified(self) -> Classified:
+        profile, _ = self.profile()
+        return classify(profile, self.state_rules, self.user)
+
+    def line_states(self) -> bytes:
+        """Per record, its state's index in STATES; one more entry, NO_STATE, that a
+        NO_LINE (-1) index picks. Read from the track when the analysis stored them
+        (`with_states`), else classified here."""
+        if self._line_states is None:
+            stored = self.track.record_states
+            if stored is not None:
+                index = {name: i for i, name in enumerate(STATES)}
+                found = bytearray(index.get(s, NO_STATE) if s else NO_STATE for s in stored)
+            else:
+                _, leaves = self.profile()
+                state = self.classified().state
+                found = bytearray(state[leaf] if leaf >= 0 else NO_STATE for leaf in leaves)
+            found.append(NO_STATE)
+            self._line_states = bytes(found)
+        return self._line_states
+
+    def state_flags(self, thread: ThreadTrack, states: Iterable[str]) -> bytes:
+        """1 for each of the thread's samples in one of `states`, else 0, in order: the
+        series blocks.py judges over time blocks."""
+        wanted = {STATES.index(s) for s in states}
+        table = bytes(1 if i in wanted else 0 for i in range(256))
+        return self.sample_states(thread).translate(table)
+
+    def sample_states(self, thread: ThreadTrack) -> bytes:
+        """The state of each of the thread's samples, in order (cached per thread): one
+        byte per run repeated by its length, so no Python code runs per sample."""
+        key = id(thread)
+        found = self._states.get(key)
+        if found is None:
+            values, runs = thread.runs()
+            per_run = map(_BYTE.__getitem__, map(self.line_states().__getitem__, values))
+            found = self._states[key] = b"".join(map(mul, per_run, runs))
+        return found
+
+    def timed(self) -> list[ThreadTrack]:
+        """The threads sampled in every round, by name then tid."""
+        return sorted(self.track.timed(), key=lambda t: (t.name, str(t.tid)))
+
+    def user_frames(self) -> list[list[str]]:
+        """Per record, the frames of the user's own code on its stack, root first (cached)."""
+        if self._user_frames is None:
+            is_user = self.user.is_user
+            self._user_frames = [
+                [f for f in self.stack(r).split(";") if is_user(f)] for r in range(len(self.lines))
+            ]
+        return self._user_frames
+
+    def user_functions(self) -> list[frozenset[str]]:
+        """Per record, the user functions (functions.function_name) on its stack (cached)."""
+        if self._functions is None:
+            self._functions = [frozenset(map(function_name, f)) for f in self.user_frames()]
+        return self._functions
+
+    def seconds(self, k: int) -> float:
+        """Round k's time, in seconds since the first sample."""
+        return k * self.track.step_s
+
+
+def _record_lines(raw_text: str) -> list[str]:
+    return [
+        line.rstrip("\r")
+        for line in raw_text.split("\n")
+        if line.strip() and not line.startswith("#")
+    ]
+
+
+def _within_limits(frames: list[str]) -> bool:
+    return len(frames) <= MAX_STACK_DEPTH and max(map(len, frames)) <= MAX_FRAME_CHARS
+
+
+def state_name(index: int) -> str | None:
+    return STATES[index] if index < len(STATES) else None
+
+
+def with_states(
+    track: Track,
+    raw_text: str,
+    *,
+    state_rules: StateRules | None = None,
+    library: Iterable[str] = (),
+) -> Track:
+    """The track with each record's state (classified with the analysis's rules), to
+    store: timelines and window states are then read without classifying anything.
+    A track without times is returned as it is."""
+    if not track.exact or not track.timed():
+        return track
+    capture = TimedCapture(raw_text, track, state_rules=state_rules, library=library)
+    track.record_states = [state_name(i) for i in capture.line_states()[:-1]]
+    return track
