@@ -26,8 +26,6 @@ expressions users and operators write (`re:` keywords, state rules) run on RE2
 exponential time on them and nothing can stop it.
 """
 
-from .version import __version__  # noqa: F401
-
 from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
 from .dump import parse_dump, parse_dump_series  # noqa: E402
 from .errors import ProfileError  # noqa: E402
@@ -70,6 +68,7 @@ from .types import (  # noqa: E402
     Stats,
     ThreadStat,
 )
+from .version import __version__  # noqa: F401
 
 __all__ = [
     "findings_for_capture",

@@ -22,7 +22,7 @@ from .jobcli import add_job_parser, run_job
 from .keywords import load_keywords
 from .lag import analyze_lag
 from .profile import Profile
-from .reading import read_profile
+from .reading import read_profile, read_text
 from .rule_table import load_state_rules
 from .stackscli import add_stacks_parser, run_stacks
 
@@ -84,24 +84,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_text(path: str) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"{Path(path).name}: cannot read it ({exc.strerror})") from None
-    if data[:2] == b"\x1f\x8b":
-        import gzip
-        import zlib
-
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise ProfileError(f"{Path(path).name} is truncated or corrupt gzip ({exc})") from None
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return data.decode("utf-16", "replace")
-    return data.decode("utf-8", "replace")
-
-
 def _analyze(args: argparse.Namespace) -> None:
     if args.max_nodes < 2:
         raise ProfileError("--max-nodes must be at least 2")
@@ -115,7 +97,7 @@ def _analyze(args: argparse.Namespace) -> None:
         library=tuple(args.library),
         idle=args.idle,
     )
-    log_text = _read_text(args.log) if args.log else None
+    log_text = read_text(args.log) if args.log else None
     profile = read_profile(args.file)
     if options.threads is not None:
         _check_threads(profile, options.threads)
@@ -153,7 +135,7 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _lag(args: argparse.Namespace) -> None:
-    report = analyze_lag(_read_text(args.file))
+    report = analyze_lag(read_text(args.file))
     if report is None:
         raise ProfileError(
             f"{Path(args.file).name} is not a py-spy log: it holds none of py-spy's lines"
@@ -172,7 +154,7 @@ def _timeline(args: argparse.Namespace) -> None:
     except OSError as exc:
         raise ProfileError(f"{Path(args.track).name}: cannot read it ({exc.strerror})") from None
     track = load_track(data, Path(args.track).name)
-    _print_json(timeline(TimedCapture(_read_text(args.file), track), args.bucket))
+    _print_json(timeline(TimedCapture(read_text(args.file), track), args.bucket))
 
 
 def _print_json(value: object) -> None:
@@ -184,10 +166,10 @@ def _print_json(value: object) -> None:
 _COMMANDS = {
     "analyze": _analyze,
     "export": _export,
-    "dump": lambda a: _print_json(parse_dump(_read_text(a.file))),
+    "dump": lambda a: _print_json(parse_dump(read_text(a.file))),
     "lag": _lag,
     "job": lambda a: run_job(a, _print_json),
-    "stacks": lambda a: run_stacks(a, _read_text, _print_json),
+    "stacks": lambda a: run_stacks(a, read_text, _print_json),
     "timeline": _timeline,
 }
 

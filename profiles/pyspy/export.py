@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .version import __version__
 from .frames import parse_process, parse_thread, split_location
 from .profile import Profile, ProfileBuilder
+from .version import __version__
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 _LINE = re.compile(r"(.*):(\d+)\Z", re.S)

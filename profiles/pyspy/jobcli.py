@@ -16,7 +16,7 @@ from typing import Any
 from .analysis import AnalysisOptions, analyze
 from .errors import ProfileError
 from .job import analyze_job
-from .reading import read_profile
+from .reading import read_profile, read_text
 
 PARALLEL_FROM = 4
 """Fewer files than this are analysed in this process (a pool costs ~0.1 s to start)."""
@@ -69,8 +69,6 @@ def _analyze_all(work: list[tuple[str, str | None, tuple[str, ...]]]) -> list[di
 
 def analyze_rank(path: str, log: str | None, library: tuple[str, ...]) -> dict[str, Any]:
     """One rank's stats, without the flamegraph and keywords the job does not use."""
-    from .cli import _read_text as read_text
-
     options = AnalysisOptions(keywords=(), include_flamegraph=False, top_n=30, library=library)
     log_text = read_text(log) if log else None
     stats = dict(analyze(read_profile(path), options, log_text=log_text))

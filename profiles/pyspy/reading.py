@@ -248,3 +248,23 @@ def _checked(profile: Profile, label: str, had_content: bool) -> Profile:
             "(a day at 1000 Hz on 1000 threads is under 2^37); the counts are corrupt"
         )
     return profile
+
+
+def read_text(path: str) -> str:
+    """A whole small file as text (a log, a dump, a track's capture): gzip undone, a
+    UTF-16 BOM honoured, invalid UTF-8 replaced; a clear ProfileError if unreadable."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ProfileError(f"{Path(path).name}: cannot read it ({exc.strerror})") from None
+    if data[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise ProfileError(f"{Path(path).name} is truncated or corrupt gzip ({exc})") from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", "replace")
+    return data.decode("utf-8", "replace")
