@@ -241,6 +241,11 @@ class Capture(models.Model):
     threads_file = models.FileField(
         upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
     )
+    # when each sample was taken (profiles.pyspy.timetrack): each thread's samples in
+    # order as lines of raw_file, on the host's clock; empty when the capture has no time
+    time_file = models.FileField(
+        upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
+    )
     # the samples in the other download format (speedscope for raw, folded for
     # speedscope), written once by the analysis so downloads never re-parse
     export_file = models.FileField(

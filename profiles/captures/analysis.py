@@ -6,11 +6,13 @@ Raw output and log were stored before; a failed analysis keeps them, and its err
 names the parser's reason or the limit that stopped it.
 """
 
+import dataclasses
 import gzip
 import json
 import logging
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -26,6 +28,11 @@ from profiles.captures.lifecycle import (
 )
 from profiles.models import Capture, KeywordSet
 from profiles.pyspy.findings import capture_threads, pool, step_threads
+from profiles.pyspy.periodic import periodic_stalls
+from profiles.pyspy.reading import read_text
+from profiles.pyspy.timed import TimedCapture, with_states
+from profiles.pyspy.timeline import default_bucket
+from profiles.pyspy.timetrack import load_track, track_json
 from profiles.signals import capture_analysed
 from profiles.storage.files import (
     export_bytes,
@@ -127,6 +134,7 @@ def _analyze_and_store(capture: Capture, claim: Any) -> None:
         capture.rate = lag["requested_rate"]
         capture.duration = lag.get("requested_duration_s") or capture.duration
     fields = ["stats", "flamegraph_file", "threads_file", "export_file", "rate", "duration"]
+    fields += ["time_file"]
     capture.save(update_fields=fields)
 
 
@@ -155,6 +163,46 @@ def engine_outputs(
     lag = stats.get("lag")
     tables = dict(pyspy.thread_tables(profile, options.keywords, options=options, lag=lag))
     return stats, tree, tables, export_bytes(profile, raw_format, name=title)
+
+
+def timed_outputs(
+    path: str, track_path: str, options: pyspy.AnalysisOptions, step_names: list[str]
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """A capture's time (run in the budget's child, after engine_outputs): the summary
+    stored in stats["time"], its periodic stalls (findings), and the track with each
+    record's state, so timelines and windows never classify again."""
+    track = load_track(Path(track_path).read_bytes(), "the time track")
+    if not track.exact:
+        return time_summary(track), [], track_json(track)
+    raw_text = read_text(path)
+    track = with_states(track, raw_text, state_rules=options.state_rules, library=options.library)
+    timed = TimedCapture(raw_text, track, state_rules=options.state_rules, library=options.library)
+    stalls = periodic_stalls(timed, step_thread_names=tuple(step_names))
+    return time_summary(track), [dict(f) for f in stalls], track_json(track)
+
+
+def time_summary(track: Any) -> dict[str, Any]:
+    """What a page and the API say of a capture's time: whether it has one, why not,
+    and its clock (host epoch seconds)."""
+    if not track.exact:
+        return {"available": False, "reason": track.reason}
+    duration = track.end - track.start
+    return {
+        "available": True,
+        "reason": None,
+        "start": track.start,
+        "end": track.end,
+        "rate": track.rate,
+        "rounds": track.rounds,
+        "bucket_s": default_bucket(duration, track.rate),
+        "untimed": [t.name for t in track.untimed()],
+    }
+
+
+NO_TIME = {
+    Capture.Kind.IMPORT: "an imported file keeps no time: py-spy's raw format has none",
+    Capture.Kind.RECORD: "taken before flamedeck kept time, or the host gave no clock",
+}
 
 
 def stored_step_threads(stats: dict[str, Any], names: Any) -> dict[str, Any]:
@@ -200,14 +248,36 @@ def _analyze_samples(
     title = f"capture #{capture.pk} {capture.target_label}"  # speedscope shows it
     log_text = read_log(capture)
     beat = lambda: capture_analysis_beat(capture_id=capture.pk, claim=claim)  # noqa: E731
+    options = _options(capture)
     try:
         with local_copy(capture.raw_file) as path:
-            args = (path, _options(capture), log_text, capture.raw_format, steps, title)
+            args = (path, options, log_text, capture.raw_format, steps, title)
             outputs, usage = budget.run_bounded(engine_outputs, args, on_tick=beat, **limits)
+            if capture.time_file:
+                with local_copy(capture.time_file) as track_path:
+                    names = outputs[0]["step_threads"]["names"]
+                    args = (path, track_path, options, names)
+                    timed, more = budget.run_bounded(timed_outputs, args, on_tick=beat, **limits)
+                usage = dataclasses.replace(
+                    usage,
+                    seconds=usage.seconds + more.seconds,
+                    peak_mb=max(usage.peak_mb, more.peak_mb),
+                )
     except budget.BudgetExceeded:
         _note_usage(capture, {**limits, "stopped": True})
         raise
     _note_usage(capture, {**limits, "seconds": usage.seconds, "peak_mb": usage.peak_mb})
+    stats = outputs[0]
+    if capture.time_file:
+        summary, stalls, track = timed
+        stats["time"] = summary
+        stats["findings"] = [*stats.get("findings", []), *stalls]
+        replace_file(capture.time_file, "time.json.gz", gz(track.encode()))
+    else:
+        stats["time"] = {
+            "available": False,
+            "reason": NO_TIME.get(capture.kind, NO_TIME[Capture.Kind.RECORD]),
+        }
     return outputs
 
 

@@ -29,6 +29,7 @@ from profiles.captures.lifecycle import (
     capture_transition,
 )
 from profiles.captures.record_notes import native_failure, record_note
+from profiles.captures.timekeeping import RECORD_FORMAT, timed_result
 from profiles.models import Capture
 from profiles.storage.files import capture_store_outputs
 from runs import gpu, remote
@@ -181,7 +182,8 @@ def _own_process_refusal(capture: Capture) -> str | None:
 
 
 def _record_settings(capture: Capture, native: bool | None = None) -> "remote.RecordSettings":
-    changes = {} if native is None else {"native": native}
+    """py-spy's settings for `capture`: its own, in the format that keeps time."""
+    changes = {"format": RECORD_FORMAT} | ({} if native is None else {"native": native})
     return remote.RecordSettings.of(capture.pyspy_settings, **changes)
 
 
@@ -231,11 +233,16 @@ def capture_record_finish(
     result: "remote.RecordResult",
     span: dict[str, float] | None = None,
     native_failed: dict[str, Any] | None = None,
+    track: str | None = None,
 ) -> str:
-    """Store a finished record's samples, log and GPU series, then move it to parsing
-    (or failed with the cause when py-spy wrote nothing). Returns the new status.
-    `native_failed`: the record is the Python-only one taken after `--native` failed."""
-    capture_store_outputs(capture=capture, raw=result.raw, log=result.log)
+    """Store a finished record's samples, log, time track and GPU series, then move it
+    to parsing (or failed with the cause when py-spy wrote nothing). Returns the new
+    status. `native_failed`: the record is the Python-only one taken after `--native`
+    failed. `track`: the time track of samples already split (a whole-job rank's);
+    else speedscope samples are split here (profiles.captures.timekeeping)."""
+    if track is None:
+        result, track = timed_result(capture, result)
+    capture_store_outputs(capture=capture, raw=result.raw, log=result.log, track=track)
     if result.gpu_csv:
         capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)
         capture.save(update_fields=["gpu_samples"])

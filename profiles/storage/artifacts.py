@@ -33,7 +33,9 @@ def _forget_storage(*, setting: str, **kwargs) -> None:
         _storage._wrapped = empty
 
 
-ARTIFACT_FIELDS = ("raw_file", "log_file", "flamegraph_file", "threads_file", "export_file")
+ARTIFACT_FIELDS = (
+    "raw_file", "log_file", "flamegraph_file", "threads_file", "export_file", "time_file",
+)  # fmt: skip
 
 
 def artifacts_preflight(*, storage: Storage) -> str | None:

@@ -57,9 +57,15 @@ def capture_store_upload(
     capture.save(update_fields=fields)
 
 
-def capture_store_outputs(*, capture: Capture, raw: bytes | None, log: str | None) -> None:
-    """Keep py-spy's raw output and its full log (gzip) before anything parses them."""
+def capture_store_outputs(
+    *, capture: Capture, raw: bytes | None, log: str | None, track: str | None = None
+) -> None:
+    """Keep py-spy's raw output and its full log (gzip) before anything parses them, and
+    the time track split from them (profiles.captures.timekeeping), when there is one."""
     fields = []
+    if track is not None:
+        replace_file(capture.time_file, "time.json.gz", gz(track.encode()))
+        fields.append("time_file")
     if raw is not None:
         fmt, name = _sample_format(raw[:4096], capture.kind)
         replace_file(capture.raw_file, name, gz(raw))
@@ -81,13 +87,15 @@ def replace_file(field: Any, name: str, content: File) -> None:
 
 
 def capture_delete_files(*, capture: Capture) -> None:
-    """Delete every file a capture stored (raw, log, flamegraph, thread tables, export)."""
+    """Delete every file a capture stored (raw, log, flamegraph, thread tables, export,
+    time track)."""
     for field in (
         capture.raw_file,
         capture.log_file,
         capture.flamegraph_file,
         capture.threads_file,
         capture.export_file,
+        capture.time_file,
     ):
         if field:
             field.delete(save=False)

@@ -139,6 +139,9 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/flamedeck.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 exec 3<&0 </dev/null
 fd_before @PID@
+# The host's clock, once as py-spy starts and once as it ends: the worker notes when the
+# first arrives, which gives this host's offset, and places the samples on its clock.
+fd_fact @PID@ "clock=$(date +%s.%N 2>/dev/null)"
 "$PYSPY" record --pid @PID@ @FLAGS@ $fd_flag_@PID@ -o "$dir/out" 3<&- &
 spy=$!
 gpu=
@@ -161,6 +164,7 @@ while [ -z "$code" ]; do
   wait "$spy"; rc=$?
   kill -0 "$spy" 2>/dev/null || code=$rc
 done
+fd_fact @PID@ "ended_at=$(date +%s.%N 2>/dev/null)"
 kill "$watch" 2>/dev/null
 [ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
 fd_after @PID@

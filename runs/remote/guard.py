@@ -13,12 +13,16 @@ After py-spy ends:
 - a target left stopped (state T in /proc/PID/stat, when it was not stopped before) is
   sent SIGCONT: a py-spy killed while it held the process paused leaves it so;
 - a target that is gone (or a zombie) is reported even when py-spy did not notice.
+In a whole-job record, each target's child PIDs when py-spy starts and after it has
+stopped (`children_start`, `children_end`; `children` reads them).
 Facts travel as `FACT PID key=value` lines on stdout and never reach py-spy's log.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from typing import Any
 
 from .model import RemoteError
@@ -85,6 +89,18 @@ fd_before() {
   fi
   eval "fd_flag_$p=\$flag"
 }
+# The PIDs of a process's children now (its threads' /proc children lists), as the fact
+# KEY: how many DataLoader workers a rank runs at once (a --subprocesses record has no
+# time in it, and samples of a worker py-spy attached late undercount it).
+fd_children() {
+  fd_c=
+  for fd_k in /proc/"$1"/task/*/children; do
+    fd_l=
+    { IFS= read -r fd_l <"$fd_k"; } 2>/dev/null
+    fd_c="$fd_c $fd_l"
+  done
+  fd_fact "$1" "$2=$fd_c"
+}
 fd_after() {
   p=$1 state=$(fd_state "$1")
   eval "was=\$fd_was_$p"
@@ -117,6 +133,37 @@ def read_fact(line: str) -> tuple[int, str, str] | None:
     pid, _, pair = line[len(FACT) + 1 :].partition(" ")
     key, sep, value = pair.partition("=")
     return (int(pid), key, value) if pid.isdigit() and sep else None
+
+
+def children(facts: dict[str, str]) -> list[list[int]]:
+    """The child PIDs the host saw at the start and at the end of the record (the
+    facts `children_start`, `children_end`), each moment that was reported."""
+    return [
+        [int(word) for word in facts[key].split() if word.isdigit()]
+        for key in ("children_start", "children_end")
+        if key in facts
+    ]
+
+
+def clock_offset(host_epoch: str) -> dict[str, str]:
+    """The fact `clock_offset_s` (this machine's clock minus the host's, in seconds) from
+    the host's `date +%s.%N`, read as it arrives: the line's trip (milliseconds on a
+    network, far under a timeline's bucket) counts in it. Nothing for a host without
+    `date +%N`."""
+    try:
+        host = float(host_epoch)
+    except ValueError:
+        return {}
+    if not math.isfinite(host) or host <= 0:
+        return {}
+    return {"clock_offset_s": f"{time.time() - host:.6f}"}
+
+
+def host_time(key: str, clock: dict[str, str]) -> dict[str, str]:
+    """`key` = now on the host's clock (this machine's now less the offset), if known."""
+    if "clock_offset_s" not in clock:
+        return {}
+    return {key: f"{time.time() - float(clock['clock_offset_s']):.6f}"}
 
 
 def split_facts(text: str) -> tuple[str, dict[str, str]]:

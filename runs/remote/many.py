@@ -45,7 +45,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/flamedeck.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 exec 3<&0 </dev/null
 for p in @PIDS@; do fd_before "$p"; done
-printf '%s\\n' @WAITING@
+printf '%s %s\\n' @WAITING@ "$(date +%s.%N 2>/dev/null)"
 IFS= read -r go <&3 || exit 0
 [ "$go" = go ] || exit 0
 # Every fifo first: a failure here must not leave a started py-spy behind.
@@ -67,6 +67,7 @@ for p in @PIDS@; do
   echo "$!" >"$dir/$p.spy"
   spies="$spies $!"
 done
+for p in @PIDS@; do fd_children "$p" children_start; done
 gpu=
 if [ @GPU@ = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi @GPU_FLAGS@ >"$dir/gpu.csv" 2>/dev/null 3<&- &
@@ -100,7 +101,9 @@ for p in @PIDS@; do
     kill -0 "$s" 2>/dev/null || code=$rc
   done
   echo "$code" >"$dir/$p.rc"
+  fd_fact "$p" "ended_at=$(date +%s.%N 2>/dev/null)"
 done
+for p in @PIDS@; do fd_children "$p" children_end; done
 kill "$watch" 2>/dev/null
 [ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
 for t in $taggers; do wait "$t"; done
@@ -129,7 +132,9 @@ def record_many_script(
     EXITED` when it ends). `stop PID` on stdin stops one py-spy with SIGINT;
     end-of-file stops all (SIGKILL follows `kill_after_s` later). Then, per PID:
     `END_MARKER PID CODE HAS_RAW ERR_BYTES RAW_BYTES` + stderr + raw, and last
-    `END_MARKER gpu BYTES` + nvidia-smi's CSV.
+    `END_MARKER gpu BYTES` + nvidia-smi's CSV. Each PID's children when py-spy
+    starts and after it stopped come as facts (guard.children): with `--subprocesses`
+    (a whole-job capture's default) they say how many DataLoader workers ran at once.
     """
     checked = [check_pid(pid) for pid in pids]
     if not checked or len(set(checked)) != len(checked):
@@ -189,6 +194,7 @@ class _ManyWatch:
         self.logs: dict[int, list[str]] = {pid: [] for pid in pids}
         self.spans: dict[int, dict[str, float]] = {pid: {} for pid in pids}
         self.facts: dict[int, dict[str, str]] = {pid: {} for pid in pids}
+        self.clock: dict[str, str] = {}
         self.in_log = True
 
     def on_line(self, line: str, elapsed_s: float) -> None:
@@ -196,7 +202,9 @@ class _ManyWatch:
             self.in_log = False
         if not self.in_log:
             return
-        if line == WAITING:
+        if line.split(" ", 1)[0] == WAITING:
+            # WAITING carries the host's clock: this host's offset, for one timeline.
+            self.clock = guard.clock_offset(line.partition(" ")[2])
             self.ready = True
             self.session.on_ready()
             return
@@ -327,7 +335,7 @@ def record_many(
             logs[pid],
             "cancel" if pid in watch.stopped else default,
             done.elapsed_s,
-            watch.facts[pid],
+            {**watch.facts[pid], **watch.clock},
         )  # fmt: skip
         for pid in pids
     }

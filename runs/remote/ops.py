@@ -77,16 +77,22 @@ class _RecordWatch:
         self.on_progress = on_progress
         self.start = time.monotonic()
         self.sampling_since: float | None = None
+        self.clock: dict[str, str] = {}
         self.in_log = True
         self.reason: Literal["duration", "cancel", "bound"] = "duration"
 
     def on_line(self, line: str, elapsed_s: float) -> None:
         if END_MARKER in line:
             self.in_log = False
-        if not self.in_log or guard.read_fact(line) is not None:
+        if not self.in_log:
+            return
+        if (fact := guard.read_fact(line)) is not None:
+            if fact[1] == "clock":
+                self.clock.update(guard.clock_offset(fact[2]))
             return
         if self.sampling_since is None and line.startswith("py-spy> Sampling process"):
             self.sampling_since = elapsed_s
+            self.clock.update(guard.host_time("sampling_at", self.clock))
         if self.on_progress is not None:
             self.on_progress(line, elapsed_s)
 
@@ -147,6 +153,7 @@ def record(
         raise RemoteError("bound_exceeded", detail=stderr_tail(done.stderr))
     log, code, raw, gpu_csv = _split_record(done.stdout)
     log, facts = guard.split_facts(log)
+    facts = {**facts, **watch.clock}
     exit_code = done.returncode if code is None else code
     error = classify(exit_code, done.stderr, log) if raw is None else None
     # A cancel that lands before py-spy installs its SIGINT handler ends it with no

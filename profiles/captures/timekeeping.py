@@ -1,0 +1,61 @@
+"""Captures keep time: py-spy records `--format speedscope` (each thread's samples in
+order), and the worker splits what it wrote into the raw text that is stored and
+analysed as before (every aggregate the same) and a time track (profiles.pyspy.split,
+profiles.pyspy.timetrack) on the host's clock.
+
+The clock comes from the host, over the record's own SSH session (runs.remote.guard):
+`sampling_at`, when py-spy said it samples, and `ended_at`, when it stopped, both read
+on the host; `clock_offset_s`, this machine's clock less the host's, read when the
+session started, puts several hosts on one clock. A file that cannot be split (or a
+host that gave no clock) is stored as py-spy wrote it, without time: the split never
+costs a capture its samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from profiles import pyspy
+from profiles.models import Capture
+from profiles.pyspy.split import split_speedscope
+from profiles.pyspy.timetrack import track_json
+
+log = logging.getLogger(__name__)
+
+# What the product asks py-spy for, whatever the download format: speedscope keeps the
+# order of each thread's samples; the stored raw text is split from it.
+RECORD_FORMAT = "speedscope"
+
+
+def host_clock(facts: dict[str, str]) -> tuple[float, float] | None:
+    """(start, end) of the sampling on the host's clock, from a record's facts."""
+    try:
+        start, end = float(facts["sampling_at"]), float(facts["ended_at"])
+    except (KeyError, ValueError):
+        return None
+    return (start, end) if 0 < start < end else None
+
+
+def timed_result(capture: Capture, result: Any) -> tuple[Any, str | None]:
+    """`result` with its speedscope samples split into raw text, and the time track as
+    JSON; `result` itself and None when there is nothing to split or it cannot be.
+    py-spy's `--gil` keeps only the GIL holder's samples: like a record without
+    `--idle`, its order says nothing of time (the track says why)."""
+    raw = result.raw
+    if not raw or not raw.lstrip()[:1] == b"{":
+        return result, None
+    clock = host_clock(result.facts or {})
+    if clock is None:
+        return result, None
+    try:
+        idle = bool(capture.idle and not capture.gil)
+        split = split_speedscope(
+            raw, start=clock[0], end=clock[1], rate=capture.rate, idle=idle,
+            label=f"capture {capture.pk}",
+        )  # fmt: skip
+    except pyspy.ProfileError as exc:
+        log.warning("capture %s: kept without time (%s)", capture.pk, exc)
+        return result, None
+    return dataclasses.replace(result, raw=split.raw_text.encode()), track_json(split.track)

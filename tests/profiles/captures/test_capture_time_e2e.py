@@ -1,0 +1,95 @@
+"""Captures keep time, end to end: a real job with a planted periodic evaluation, a
+capture requested through the API and recorded by a real worker, and what is stored:
+the raw text (aggregates as before), a time track on the host's clock, and a periodic
+stall found against the job's own clock (it prints when each burst starts and ends)."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from profiles.models import Capture
+from profiles.pyspy.timetrack import load_track
+from tests.profiles.captures.test_capture_e2e import _api, _request_capture, _wait_for
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+JOB = Path(__file__).resolve().parents[2] / "data" / "timeline" / "periodic_job.py"
+
+
+@pytest.fixture
+def periodic_job():
+    """The job, evaluating 0.8 s every 60 steps (about every 2.3 s here), for 40 s."""
+    job = subprocess.Popen(
+        [sys.executable, str(JOB), "40", "--eval-every", "60", "--eval-s", "0.8"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    json.loads(job.stdout.readline())  # {"ready": ...}
+    yield job
+    job.kill()
+    job.wait()
+
+
+def _bursts(job: subprocess.Popen, until: float) -> list[dict[str, float]]:
+    """The bursts the job printed that began before `until` (its clock)."""
+    job.kill()
+    out, _ = job.communicate()
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [b for b in lines if "burst_start" in b and b["burst_start"] < until]
+
+
+def test_a_capture_keeps_its_time_and_finds_the_planted_period_on_the_jobs_clock(
+    client, owner, periodic_job, celery_worker_process
+):
+    api = _api(client, owner)
+    before = time.time()
+    capture_id = _request_capture(
+        api, host="local", pid=periodic_job.pid, duration=12, rate=50, idle=True
+    )
+    capture = _wait_for(capture_id, {"done", "failed"}, timeout_s=90)
+    assert capture.status == "done", capture.error
+    bursts = _bursts(periodic_job, until=capture.stats["time"]["end"])
+    time_info = capture.stats["time"]
+    assert time_info["available"] is True, time_info
+    assert before < time_info["start"] < time_info["end"] < time.time()
+    assert capture.raw_format == "raw" and capture.time_file
+    with capture.time_file.open("rb") as fh:
+        track = load_track(fh.read())
+    assert track.exact and track.record_states is not None
+    assert {t.name for t in track.timed()} >= {"MainThread"}
+
+    # The period and the burst length, against the job's own clock.
+    inside = [b for b in bursts if b["burst_start"] > time_info["start"]]
+    assert len(inside) >= 3, bursts
+    period = (inside[-1]["burst_start"] - inside[0]["burst_start"]) / (len(inside) - 1)
+    length = sum(b["burst_end"] - b["burst_start"] for b in inside) / len(inside)
+    stalls = [f for f in capture.stats["findings"] if f["rule"] == "periodic_stall"]
+    assert len(stalls) == 1, capture.stats["findings"]
+    stall = stalls[0]
+    assert abs(stall["period_s"] - period) <= 0.1 * period, (stall, period)
+    assert abs(stall["duration_s"] - length) <= 0.3, (stall, length)
+    assert "evaluate" in (stall.get("function") or ""), stall
+
+    # The API says so too.
+    body = api.get(f"/api/captures/{capture_id}/").json()
+    assert body["stats"]["time"]["available"] is True
+
+
+def test_a_capture_without_idle_says_why_it_has_no_timeline(
+    client, owner, periodic_job, celery_worker_process
+):
+    api = _api(client, owner)
+    capture_id = _request_capture(
+        api, host="local", pid=periodic_job.pid, duration=2, rate=50, idle=False
+    )
+    capture = _wait_for(capture_id, {"done", "failed"}, timeout_s=60)
+    assert capture.status == "done", capture.error
+    assert capture.stats["time"]["available"] is False
+    assert "--idle" in capture.stats["time"]["reason"]
+    assert not [f for f in capture.stats["findings"] if f["rule"] == "periodic_stall"]
+    # Every aggregate is there as before: the raw text was split from speedscope.
+    assert capture.raw_format == "raw" and capture.stats["total_samples"] > 20
