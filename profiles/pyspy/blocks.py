@@ -44,13 +44,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from .compare import wilson_interval
-
-BLOCK_S = 1.0
-"""Seconds a block lasts at least: five times a 200 ms wait, so blocks are nearly
-independent; a 15 s capture still gives 15 blocks."""
-MIN_BLOCKS = 2
-"""Fewer blocks give no spread to measure: the interval is then all of [0, 1]."""
-CONFIDENCE = 0.95
+from .thresholds import BLOCK_S, CONFIDENCE, MIN_BLOCKS  # noqa: E402
 
 
 def block_size(samples: int, step_s: float, seconds: float = BLOCK_S) -> int:

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable
 
 from .limits import MAX_LOG_LINE_CHARS
-from .thresholds import SAMPLER_ERRORS, SAMPLER_UNRELIABLE
+from .thresholds import HEADROOM, SAMPLER_ERRORS, SAMPLER_UNRELIABLE
 from .types import LagPoint, LagReport
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r")
@@ -39,7 +39,6 @@ _WROTE = re.compile(r"Samples: (\d{1,18}) Errors: (\d{1,18})")
 _STOPPED = re.compile(r"Stopped sampling because (.*?)\s*$")
 _ERROR = re.compile(r"^(?:py-spy> )?Error: (.+?)\s*$")
 _UNIT = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-HEADROOM = 0.8
 
 
 def analyze_lag(log_text: str | Iterable[str]) -> LagReport | None:

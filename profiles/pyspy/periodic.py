@@ -42,45 +42,24 @@ from .blocks import t_quantile
 from .findings import call_site, severity, step_threads, top_frames
 from .functions import function_name
 from .states import NO_USER_FRAME, STATES
+from .thresholds import (
+    BURST_SHARE,
+    COINCIDE_SHARE,
+    DETECT_BUCKET_S,
+    EDGE_SLACK,
+    MAX_CV,
+    MAX_DUTY,
+    MERGE_GAP,
+    MIN_BURSTS,
+    MIN_DETECT_SAMPLES,
+    MIN_DUTY_PERCENT,
+    MIN_PERIOD_S,
+    QUIET_SHARE,
+)  # noqa: E402 - the thresholds of periodic stalls, with their reasons
 from .timed import NO_STATE, TimedCapture
 from .timetrack import ThreadTrack
 from .types import PeriodicFinding, StateStat, ThreadStat
 
-DETECT_BUCKET_S = 0.2
-# The resolution of burst detection: a stall of 0.2 s or more fills a bucket, and a
-# bucket holds 10 samples at 50 Hz. Below MIN_DETECT_SAMPLES rounds it grows.
-MIN_DETECT_SAMPLES = 5
-# A bucket of fewer samples gives a share too coarse to call a burst (1 of 3 is 33%).
-BURST_SHARE = 0.5
-# A bucket is in a burst when the signal holds at least half its samples: the stall
-# occupies the thread, not a sample of it here and there.
-MERGE_GAP = 1
-# Bursts one bucket apart are one burst: a stall interrupted by one sample of
-# something else (a log line inside an evaluation) is still one stall.
-MIN_BURSTS = 3
-# Whole bursts needed: two intervals at least to judge regularity at all.
-MAX_CV = 0.25
-# Regular: the intervals between burst starts vary by at most 25% of their mean. py-spy
-# draws its sampling intervals from an exponential distribution (a Poisson process,
-# against aliasing: py-spy#94), so placed samples wander and an interval of T seconds at
-# R Hz varies by about 1/sqrt(T * R) from sampling alone (8% for 3 s at 50 Hz); work
-# every N steps adds the steps' jitter (a few %); bursts at random times have a CV near 1.
-MIN_PERIOD_S = 1.0
-# Shorter periods are the phases of the step itself (forward, backward) seen bucket
-# by bucket, not a stall between steps.
-MAX_DUTY = 0.5
-# A stall takes at most half its period; beyond, it is the thread's main work with gaps.
-QUIET_SHARE = 0.1
-# Between bursts the signal holds at most 10% of the samples: a stall comes and goes;
-# a function that is always there with bumps is load, not a stall.
-EDGE_SLACK = 0.5
-# Across the window: at most 1.5 periods before the first burst and after the last, so
-# bursts that stop half-way (a phase change, not a period) do not count.
-MIN_DUTY_PERCENT = 3.0
-# The threshold: stalls costing under 3% of the thread's time are below what the share
-# rules (5% and up) consider worth changing code for.
-COINCIDE_SHARE = 0.8
-# Two signals are one stall when this share of their bursts start within two buckets.
 RULE = "periodic_stall"
 _BYTES = [b"\x00", b"\x01"]
 

@@ -56,6 +56,9 @@ SAMPLER_ERRORS = 10.0
 """Percent of py-spy's reads that failed (its `Errors: M` against `Samples: N`) past
 which the capture is unreliable too: one read in ten lost is no longer a few torn
 stacks at thread exits but a target py-spy cannot follow."""
+HEADROOM = 0.8
+"""Fraction of the rate py-spy kept up with that the lag advice recommends: a fifth below
+what it managed, so the recommended rate is not itself at the edge of falling behind."""
 HIGH_SEVERITY = 2.0
 """A finding is "high" when its interval's low end is at least this times its threshold."""
 
@@ -117,3 +120,53 @@ RETURN_FRACTION = 0.5
 """A moved row is back when its change in that direction is under this fraction of
 MIN_EFFECT_POINTS: hysteresis, so a change at the threshold does not open and close
 alerts capture after capture."""
+
+# --- periodic stalls (periodic.py) ---
+
+DETECT_BUCKET_S = 0.2
+"""The resolution of burst detection: a stall of 0.2 s or more fills a bucket, and a
+bucket holds 10 samples at 50 Hz. Below MIN_DETECT_SAMPLES rounds it grows."""
+MIN_DETECT_SAMPLES = 5
+"""A bucket of fewer samples gives a share too coarse to call a burst (1 of 3 is 33%)."""
+BURST_SHARE = 0.5
+"""A bucket is in a burst when the signal holds at least half its samples: the stall
+occupies the thread, not a sample of it here and there."""
+MERGE_GAP = 1
+"""Bursts one bucket apart are one burst: a stall interrupted by one sample of something
+else (a log line inside an evaluation) is still one stall."""
+MIN_BURSTS = 3
+"""Whole bursts needed: two intervals at least to judge regularity at all."""
+MAX_CV = 0.25
+"""Regular: the intervals between burst starts vary by at most 25% of their mean. py-spy
+draws its sampling intervals from an exponential distribution (a Poisson process,
+against aliasing: py-spy#94), so placed samples wander and an interval of T seconds at
+R Hz varies by about 1/sqrt(T * R) from sampling alone (8% for 3 s at 50 Hz); work
+every N steps adds the steps' jitter (a few %); bursts at random times have a CV near
+1."""
+MIN_PERIOD_S = 1.0
+"""Shorter periods are the phases of the step itself (forward, backward) seen bucket by
+bucket, not a stall between steps."""
+MAX_DUTY = 0.5
+"""A stall takes at most half its period; beyond, it is the thread's main work with gaps."""
+QUIET_SHARE = 0.1
+"""Between bursts the signal holds at most 10% of the samples: a stall comes and goes; a
+function that is always there with bumps is load, not a stall."""
+EDGE_SLACK = 0.5
+"""Across the window: at most 1.5 periods before the first burst and after the last, so
+bursts that stop half-way (a phase change, not a period) do not count."""
+MIN_DUTY_PERCENT = 3.0
+"""The threshold: stalls costing under 3% of the thread's time are below what the share
+rules (5% and up) consider worth changing code for."""
+COINCIDE_SHARE = 0.8
+"""Two signals are one stall when this share of their bursts start within two buckets."""
+
+# --- intervals over time blocks (blocks.py) ---
+
+BLOCK_S = 1.0
+"""Seconds a block lasts at least: five times a 200 ms wait, so blocks are nearly
+independent; a 15 s capture still gives 15 blocks."""
+MIN_BLOCKS = 2
+"""Fewer blocks give no spread to measure: the interval is then all of [0, 1]."""
+CONFIDENCE = 0.95
+"""The level of the batch-means intervals and of Holm's family: the 95% every other
+interval of the engine uses."""

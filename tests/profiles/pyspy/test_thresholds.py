@@ -14,7 +14,10 @@ from profiles.pyspy.regression import JudgeOptions
 ROOT = Path(__file__).resolve().parents[3]
 DOC = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
 ENGINE = ROOT / "profiles" / "pyspy"
-APPLIERS = ["findings", "straggler", "job", "stuck", "activity", "regression", "compare"]
+APPLIERS = [
+    "findings", "straggler", "job", "stuck", "activity", "regression", "compare", "periodic",
+    "blocks", "lag",
+]  # fmt: skip
 """The modules that apply thresholds: none may define one of its own."""
 
 
