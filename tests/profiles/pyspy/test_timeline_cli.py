@@ -3,28 +3,14 @@ or one line on stderr and exit 2."""
 
 import gzip
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from profiles.pyspy.split import split_speedscope
 from profiles.pyspy.timetrack import track_json
 
+from .test_cli import _run
 from .timeline_data import TIMELINE, recorded
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _run(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "profiles.pyspy", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture
