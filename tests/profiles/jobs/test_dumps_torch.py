@@ -10,7 +10,9 @@ once, so the torch start-up is paid once per rank, not once per test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 
 from profiles.models import CaptureGroup
 from runs.models import Host, Run, RunProcess
+from tests.support.procs import descendants
 from tests.support.requirements import require_torch
 from tests.support.sshd import ALIAS
 from tests.support.worker import WorkerProcess
@@ -62,6 +65,10 @@ class Job:
         raise AssertionError("the bad rank ended before its hang")
 
     def stop(self) -> None:
+        # DataLoader workers first: a killed rank leaves its forked workers behind.
+        for pid in [child for proc in self.ranks for child in descendants(proc.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         for proc in self.ranks:
             proc.kill()
         for proc in self.ranks:
