@@ -1,18 +1,32 @@
 """What the OpenAPI schema (drf-spectacular) needs beyond the views' own decorators:
 the token header as a security scheme, the answers every endpoint shares (errors),
-and the recursive flamegraph node, which serializers cannot express.
+and `typed`, which makes answer components from the code's own types (the engine's
+TypedDicts, dataclasses) so their shapes are not written twice.
 
 Each view documents itself with `extend_schema` (see runs/api_schema.py and
 profiles/api/schema.py); tests/config/test_api_schema.py fails on an /api/ path the
-schema lacks and on a field without a description.
+schema lacks, a field without a description or an answer the schema does not match,
+tests/config/test_api_schema_types.py on a free-form object or a plain string where
+the values are known.
 """
 
+import ast
+import dataclasses
+import functools
+import inspect
+import operator
+import textwrap
+import types
+import typing
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.db.models import Choices
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
     OpenApiSerializerFieldExtension,
 )
+from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers
 
@@ -97,11 +111,18 @@ def combine(*decorators):
     return apply
 
 
+def described(help_texts: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """A ModelSerializer's `extra_kwargs` giving each field its description."""
+    return {name: {"help_text": text} for name, text in help_texts.items()}
+
+
 READ_ERRORS = (401, 403, 404)
 WRITE_ERRORS = (400, 401, 403, 404)
 
 
-def list_and_create(*, tags: list[str], listed, list_summary: str, request, created, **create):
+def list_and_create(
+    *, tags: list[str], listed, list_summary: str, list_description: str, request, created, **create
+):
     """GET a list + POST a new one (operation ids `<tag>_list`, `<tag>_create`);
     `create` holds the POST's summary, description and extra responses."""
     more = create.pop("responses", {})
@@ -109,6 +130,7 @@ def list_and_create(*, tags: list[str], listed, list_summary: str, request, crea
         extend_schema(
             methods=["GET"],
             summary=list_summary,
+            description=list_description,
             operation_id=f"{tags[0]}_list",
             responses={200: listed, **errors(401, 403)},
             tags=tags,
@@ -123,12 +145,15 @@ def list_and_create(*, tags: list[str], listed, list_summary: str, request, crea
     )
 
 
-def read_and_change(*, tags: list[str], shown, read_summary: str, request, **change):
+def read_and_change(
+    *, tags: list[str], shown, read_summary: str, read_description: str, request, **change
+):
     """GET one + PATCH it; `change` holds the PATCH's summary and description."""
     return combine(
         extend_schema(
             methods=["GET"],
             summary=read_summary,
+            description=read_description,
             responses={200: shown, **errors(*READ_ERRORS)},
             tags=tags,
         ),
@@ -142,38 +167,129 @@ def read_and_change(*, tags: list[str], shown, read_summary: str, request, **cha
     )
 
 
-FLAME_NODE_REF = {"$ref": "#/components/schemas/FlameNode"}
-FLAME_NODE: dict[str, Any] = {
-    "type": "object",
-    "description": (
-        "A flamegraph node (d3-flame-graph's shape). `value` is inclusive and children "
-        "never sum past it; the root `all` holds every sample. Pruned mass is a child "
-        "named `[pruned: N frames]` with `pruned_frames`, never hidden self time."
-    ),
-    "required": ["name", "value", "children"],
-    "properties": {
-        "name": {
-            "type": "string",
-            "description": "The frame, `function (file.py:line)` or "
-            "`symbol (library.so)`; thread nodes keep py-spy's `thread (TID): NAME`.",
-        },
-        "value": {"type": "integer", "description": "Samples in this node and below."},
-        "children": {
-            "type": "array",
-            "items": FLAME_NODE_REF,
-            "description": "The frames it calls, each a FlameNode.",
-        },
-        "pruned_frames": {
-            "type": "integer",
-            "description": "Only on a `[pruned: N frames]` node: the frames it stands for.",
-        },
-    },
+# --- answer shapes from the code's own types -----------------------------------------
+# The engine hands its JSON shapes over as TypedDicts (profiles/pyspy/types.py); `typed`
+# turns one into a serializer for drf-spectacular, field by field from its type hints:
+# the fields, their types, enums (Literal, TextChoices), what may be null or missing,
+# nested shapes (components of their own). Only the words are written here: a field's
+# docstring in the TypedDict when it has one, else the text given for it.
+
+_BUILT: dict[Any, type[serializers.Serializer]] = {}  # TypedDict or name -> its serializer
+_BUILDING: dict[Any, str] = {}  # shapes being built -> their component names
+UNUSED_TEXTS: list[str] = []  # texts naming no field: tests/config fails on them
+
+
+def typed(
+    shape: Any,
+    texts: Mapping[str, str] | None = None,
+    *,
+    name: str = "",
+    hints: Mapping[str, Any] | None = None,
+    optional: bool | Iterable[str] = False,
+) -> type[serializers.Serializer]:
+    """The serializer (component `name`, by default the type's name) of `shape`, a
+    TypedDict or a dataclass.
+
+    `hints` replace or add type hints where the TypedDict is looser than the code that
+    fills it (a `str` that is one of STATES: `Literal[STATES]`; None leaves a field
+    out); `optional`: fields (True: every field) that may be missing from stored
+    answers older than the type. A TypedDict met inside is built
+    on first use, so build nested shapes with their texts before the shapes holding them.
+    """
+    name = name or shape.__name__
+    if name in _BUILT:
+        raise ValueError(f"the component {name} is built twice")
+    all_hints = {**typing.get_type_hints(shape, include_extras=True), **(hints or {})}
+    all_hints = {field: hint for field, hint in all_hints.items() if hint is not None}
+    missing = set(all_hints) if optional is True else set(optional or ())
+    docs, texts = _field_docs(shape), dict(texts or {})
+    UNUSED_TEXTS.extend(f"{name}.{k}" for k in texts if k not in all_hints or k in docs)
+    _BUILDING[shape] = name
+    try:
+        fields = {
+            field: _field(
+                hint, help_text=docs.get(field) or texts.get(field), optional=field in missing
+            )
+            for field, hint in all_hints.items()
+        }
+    finally:
+        del _BUILDING[shape]
+    doc = inspect.cleandoc(shape.__doc__ or "")
+    built = type(f"{name}Serializer", (serializers.Serializer,), {**fields, "__doc__": doc})
+    _BUILT[name] = built
+    _BUILT.setdefault(shape, built)
+    return built
+
+
+def shape_of(shape: Any) -> type[serializers.Serializer]:
+    """The serializer `typed` built for a type (built now, without texts, if none)."""
+    return _BUILT.get(shape) or typed(shape)
+
+
+def _field(hint: Any, *, optional: bool = False, **kwargs: Any) -> serializers.Field:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.NotRequired:
+        return _field(args[0], optional=True, **kwargs)
+    if optional:
+        kwargs["required"] = False
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        inner = functools.reduce(operator.or_, rest)
+        return _field(inner, allow_null=True, **kwargs)
+    if origin in (typing.Union, types.UnionType):
+        return _annotated(resolve_type_hint(hint))(**kwargs)
+    if origin is typing.Literal:
+        return serializers.ChoiceField(choices=list(args), **kwargs)
+    if inspect.isclass(hint) and issubclass(hint, Choices):
+        return serializers.ChoiceField(choices=hint.choices, **kwargs)
+    if origin is list and _is_shape(args[0]) and args[0] not in _BUILDING:
+        return shape_of(args[0])(many=True, **kwargs)
+    if origin is list:
+        return serializers.ListField(child=_field(args[0]), **kwargs)
+    if origin is dict:
+        return serializers.DictField(child=_field(args[1]), **kwargs)
+    if _is_shape(hint):
+        if hint in _BUILDING:  # a recursive shape (FlameNode's children)
+            return _annotated({"$ref": f"#/components/schemas/{_BUILDING[hint]}"})(**kwargs)
+        return shape_of(hint)(**kwargs)
+    if inspect.isclass(hint) and issubclass(hint, serializers.Field):
+        return hint(**kwargs)
+    return BASIC[hint](**kwargs)
+
+
+BASIC = {
+    int: serializers.IntegerField,
+    float: serializers.FloatField,
+    str: serializers.CharField,
+    bool: serializers.BooleanField,
 }
 
 
-@extend_schema_field(FLAME_NODE_REF)
-class FlameNodeField(serializers.JSONField):
-    """A whole flamegraph tree (FlameNode)."""
+def _is_shape(hint: Any) -> bool:
+    return typing.is_typeddict(hint) or inspect.isclass(hint) and dataclasses.is_dataclass(hint)
+
+
+def _annotated(schema: dict[str, Any]) -> type[serializers.Field]:
+    """A field class drf-spectacular describes with `schema` (a union, a `$ref`)."""
+    return extend_schema_field(schema)(type("TypedField", (serializers.JSONField,), {}))
+
+
+def _field_docs(shape: type) -> dict[str, str]:
+    """The docstrings written under the fields of a TypedDict (and its bases') or a
+    dataclass."""
+    docs: dict[str, str] = {}
+    for base in [*getattr(shape, "__orig_bases__", ()), shape]:
+        if not _is_shape(base):
+            continue
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(base))).body[0].body
+        except (OSError, TypeError):
+            continue
+        for field, text in zip(body, body[1:], strict=False):
+            if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
+                if isinstance(text, ast.Expr) and isinstance(text.value, ast.Constant):
+                    docs[field.target.id] = " ".join(str(text.value.value).split())
+    return docs
 
 
 # The object a path's `{id}` names, by the path's first segment.
@@ -181,10 +297,9 @@ ID_OF = {"groups": "whole-job capture", "processes": "run process"}
 
 
 def finish(result: dict, generator, request, public) -> dict:
-    """Postprocessing hook: the FlameNode component the `$ref`s above point to, and a
-    description for `{id}` path parameters (function views name no model)."""
+    """Postprocessing hook: a description for `{id}` path parameters (function views
+    name no model)."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
-    schemas["FlameNode"] = FLAME_NODE
     for path, operations in result.get("paths", {}).items():
         kind = path.split("/")[2]
         for operation in operations.values():

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from config import api_views
+from profiles.api import time_views
 from profiles.api import views as profiles_api
 from profiles.compare import groups as compare_groups
 from profiles.compare import views as compare_views
@@ -38,6 +39,9 @@ urlpatterns = [
         "captures/<int:pk>/flamegraph/", profiles_api.capture_flamegraph, name="capture_flamegraph"
     ),
     path("captures/<int:pk>/sandwich/", profiles_api.capture_sandwich, name="capture_sandwich"),
+    path("captures/<int:pk>/timeline/", time_views.capture_timeline, name="capture_timeline"),
+    path("captures/<int:pk>/window/", time_views.capture_window, name="capture_window"),
+    path("groups/<int:pk>/timeline/", time_views.group_timeline, name="group_timeline"),
     path("captures/<int:pk>/cancel/", profiles_api.capture_cancel, name="capture_cancel"),
     path("compare/", compare_views.compare_api, name="compare"),
     path("compare/groups/", compare_groups.compare_groups_api, name="compare_groups"),

@@ -92,6 +92,8 @@ INDEX = inline_serializer(
 
 @extend_schema(
     summary="Where the schema and the reference are",
+    description="Links to the OpenAPI schema and the reference, how to authenticate, and "
+    "every endpoint's path.",
     responses={200: INDEX, **api_schema.errors(401, 403)},
     tags=["api"],
 )

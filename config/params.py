@@ -15,7 +15,8 @@ from runs.remote.model import PID_MAX  # Linux's pid_max limit (2^22), the build
 # Largest value a PostgreSQL bigint (Django's BigAutoField) holds.
 ID_MAX = 2**63 - 1
 _ASCII_INT = re.compile(r"-?[0-9]{1,19}\Z", re.ASCII)
-_ASCII_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?\Z", re.ASCII)
+# Up to 17 decimals: what JavaScript writes for a double (a timeline's `from`/`to`).
+_ASCII_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,17})?\Z", re.ASCII)
 
 
 def parse_int(value: object, *, name: str, minimum: int = 0, maximum: int = ID_MAX) -> int:

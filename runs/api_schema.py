@@ -3,10 +3,13 @@
 only: the views build their answers themselves, and tests/config/test_api_schema.py
 checks that what they answer matches what is written here."""
 
+import functools
+
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
+    extend_schema_field,
     inline_serializer,
 )
 from rest_framework import serializers
@@ -16,16 +19,17 @@ from config.api_schema import (
     READ_ERRORS,
     WRITE_ERRORS,
     combine,
+    described,  # noqa: F401 - runs/api.py's extra_kwargs
     errors,
     list_and_create,
     read_and_change,
+    typed,
 )
 
 from .capture_serializers import RememberedSettingsSerializer
-from .models import Run
+from .remote.model import Cause, HostCheck, ProcessInfo
 
 HOSTS, RUNS = ["hosts"], ["runs"]
-RUN_STATUSES = Run.Status.choices  # (value, label), as the model field gives them
 
 # Serializer field descriptions (extra_kwargs in runs/api.py), where the model has none.
 HOST_FIELDS = {
@@ -51,45 +55,51 @@ RUN_FIELDS = {
 }
 
 
-def described(help_texts: dict[str, str]) -> dict[str, dict[str, str]]:
-    """`extra_kwargs` giving each field its description."""
-    return {name: {"help_text": text} for name, text in help_texts.items()}
+typed(
+    ProcessInfo,
+    {
+        "pid": "Process id on the host.",
+        "user": "The process's user.",
+        "cpu_percent": "CPU use as ps reports it.",
+        "threads": "Thread count.",
+        "command": "Command line; the flamedeck server's own processes are hidden "
+        "from everyone but host admins.",
+    },
+)
+HostCheckSerializer = typed(
+    HostCheck,
+    {
+        "ok": "ssh works and py-spy answered with a version.",
+        "ssh_ok": "The host could be reached.",
+        "py_spy_path": "Where py-spy was found.",
+        "py_spy_version": "`py-spy --version`.",
+        "install_hint": "How to install py-spy.",
+        "uid": "The remote user's uid.",
+        "ptrace_scope": "kernel.yama.ptrace_scope (null: not checked).",
+        "can_attach": "Whether py-spy may attach to processes.",
+        "reason": "Why it may not, with the fix.",
+        "processes": "Python processes on the host.",
+        "cause": "Failure cause (`unreachable`, …).",
+        "error": "The failure in one line.",
+    },
+    hints={"ok": bool, "cause": Cause | None},  # ok: added by runs.services.host_check
+)
+NEVER_CHECKED = {"type": "object", "additionalProperties": False, "description": "Never tested."}
 
 
-class ProcessInfoSerializer(serializers.Serializer):
-    pid = serializers.IntegerField(help_text="Process id on the host.")
-    ppid = serializers.IntegerField(allow_null=True, help_text="Parent PID (a launcher).")
-    user = serializers.CharField(help_text="The process's user.")
-    cpu_percent = serializers.FloatField(help_text="CPU use as ps reports it.")
-    threads = serializers.IntegerField(help_text="Thread count.")
-    command = serializers.CharField(
-        help_text="Command line; the flamedeck server's own processes are hidden "
-        "from everyone but host admins."
-    )
-    rank = serializers.IntegerField(allow_null=True, help_text="RANK, when readable.")
-    local_rank = serializers.IntegerField(allow_null=True, help_text="LOCAL_RANK, when readable.")
-    world_size = serializers.IntegerField(allow_null=True, help_text="WORLD_SIZE, when readable.")
+@extend_schema_field({"oneOf": [{"$ref": "#/components/schemas/HostCheck"}, NEVER_CHECKED]})
+class LastCheckField(serializers.JSONField):
+    """A host's last connection test, or `{}` before the first."""
 
 
-class HostCheckSerializer(serializers.Serializer):
-    ok = serializers.BooleanField(help_text="ssh works and py-spy answered with a version.")
-    ssh_ok = serializers.BooleanField(help_text="The host could be reached.")
-    py_spy_path = serializers.CharField(allow_null=True, help_text="Where py-spy was found.")
-    py_spy_version = serializers.CharField(allow_null=True, help_text="`py-spy --version`.")
-    py_spy_native = serializers.BooleanField(
-        allow_null=True, help_text="py-spy was built with native unwinding (`--native`)."
-    )
-    install_hint = serializers.CharField(allow_null=True, help_text="How to install py-spy.")
-    uid = serializers.IntegerField(allow_null=True, help_text="The remote user's uid.")
-    ptrace_scope = serializers.IntegerField(
-        allow_null=True, help_text="kernel.yama.ptrace_scope (null: not checked)."
-    )
-    can_attach = serializers.BooleanField(help_text="Whether py-spy may attach to processes.")
-    reason = serializers.CharField(help_text="Why it may not, with the fix.")
-    processes = ProcessInfoSerializer(many=True, help_text="Python processes on the host.")
-    cause = serializers.CharField(allow_null=True, help_text="Failure cause (`unreachable`, …).")
-    error = serializers.CharField(allow_null=True, help_text="The failure in one line.")
-    error_detail = serializers.CharField(help_text="The command's own words (stderr tail).")
+@functools.cache
+def shown_host(host_serializer: type[serializers.ModelSerializer]):
+    """The host as answers show it: its last check typed (the model keeps it as JSON)."""
+
+    class HostSerializer(host_serializer):
+        last_check = LastCheckField(read_only=True, help_text=HOST_FIELDS["last_check"])
+
+    return HostSerializer
 
 
 class ProcessSerializer(serializers.Serializer):
@@ -199,10 +209,11 @@ class LivenessSerializer(serializers.Serializer):
 def host_list(host_serializer):
     return list_and_create(
         tags=HOSTS,
-        listed=host_serializer(many=True),
+        listed=shown_host(host_serializer)(many=True),
         list_summary="List hosts",
+        list_description="Every host, with its last connection test.",
         request=host_serializer,
-        created=host_serializer,
+        created=shown_host(host_serializer),
         summary="Add a host (host admins)",
         description="Refused with 400 naming the field when the command builder "
         "could not use it (an address with shell syntax, an unbalanced exec prefix).",
@@ -212,8 +223,9 @@ def host_list(host_serializer):
 def host_detail(host_serializer):
     return read_and_change(
         tags=HOSTS,
-        shown=host_serializer,
+        shown=shown_host(host_serializer),
         read_summary="One host",
+        read_description="How it is reached, and its last connection test.",
         request=host_serializer,
         summary="Change a host",
         description="Host admins change any field, operators only `notes`; every "
@@ -237,9 +249,12 @@ def run_list(run_serializer):
         tags=RUNS,
         listed=run_serializer(many=True),
         list_summary="List runs (the newest 200)",
+        list_description="Newest first, without their processes.",
         request=run_serializer,
         created=run_serializer,
         summary="Create a run",
+        description="`{name, description, tags}`, and optionally how its captures are "
+        "analysed (`library_paths`, `step_threads`).",
     )
 
 
@@ -257,8 +272,12 @@ def run_detail(run_serializer):
         tags=RUNS,
         shown=run_detail_serializer(run_serializer),
         read_summary="One run with its processes",
+        read_description="Its fields, its page, the settings Capture all remembers and its "
+        "processes with their last liveness marks.",
         request=settings_body,
         summary="Remember the run's capture settings",
+        description="What Capture all (and the run's capture buttons) open with next "
+        "time; refused like a whole-job capture's settings.",
     )
 
 
@@ -266,6 +285,7 @@ run_processes = combine(
     extend_schema(
         methods=["GET"],
         summary="A run's processes",
+        description="Attached processes with their host, role, launch and last liveness mark.",
         responses={200: ProcessSerializer(many=True), **errors(*READ_ERRORS)},
         tags=RUNS,
     ),
@@ -287,6 +307,7 @@ run_processes = combine(
 
 run_process_detail = extend_schema(
     summary="Detach a process",
+    description="The process leaves the run; its captures stay.",
     parameters=[OpenApiParameter("process_pk", int, "path", description="The run process's id.")],
     responses={204: None, **errors(*READ_ERRORS)},
     tags=RUNS,

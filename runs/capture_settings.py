@@ -107,7 +107,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "subprocesses", "subprocesses", "Sample the process's child processes too "
         "(data loader workers, for example); each stack starts with its process.",
-        "--subprocesses", False,
+        "--subprocesses", False, job_default=True,
     ),
     Setting(
         "dump_locals", "with locals", "Each frame's local variables as well (py-spy dump "

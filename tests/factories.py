@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from datetime import datetime, timedelta
 
 from django.core.files.base import ContentFile
@@ -110,11 +111,18 @@ def job_run(*, ranks: int, name: str = "gloo-job", host_: Host | None = None) ->
 
 
 def share_stats(
-    shares: dict[str, float], *, total: int = 1000, verdict: str | None = None, callers: int = 0
+    shares: dict[str, float],
+    *,
+    total: int = 1000,
+    verdict: str | None = None,
+    callers: int = 0,
+    step: dict[str, float] | None = None,
 ) -> dict:
     """Stored stats whose categories have these percentages of `total` samples (with
-    `callers` python_callers each, as heavy as the engine's)."""
+    `callers` python_callers each, as heavy as the engine's); with `step`, also its
+    states (of one thread, the step thread), the rest of the samples `compute`."""
     return {
+        **(step_state_stats(step, total) if step is not None else {}),
         "format": "raw",
         "total_samples": total,
         "categories": [
@@ -132,6 +140,21 @@ def share_stats(
         "keywords": [],
         "lag": {"verdict": verdict} if verdict else None,
     }
+
+
+def step_state_stats(step: dict[str, float], total: int) -> dict:
+    """`states` and `step_threads` as the analysis stores them: one thread, the step
+    thread, in these states (percent of `total`) and `compute` for the rest; states
+    without samples left out, as stored."""
+    counts = {state: round(total * pct / 100) for state, pct in step.items()}
+    counts["compute"] = counts.get("compute", total - sum(counts.values()))
+    states = [
+        {"state": state, "samples": n, "percent": round(100 * n / total, 2)}
+        for state, n in counts.items()
+        if n
+    ]
+    step_threads = {"tids": ["1"], "names": ["MainThread"], "detected_by": "busiest"}
+    return {"states": states, "step_threads": {**step_threads, "samples": total, "states": states}}
 
 
 def ranked_processes(
@@ -156,13 +179,16 @@ def done_capture(
     process: RunProcess | None = None,
     shares: dict[str, float],
     at: datetime | None = None,
+    step: dict[str, float] | None = None,
     **fields,
 ) -> Capture:
-    """A done capture whose categories have these shares, finished at `at` (now by
-    default); with no process, an import (give `original_name`)."""
+    """A done capture whose categories have these shares (and, with `step`, its step
+    thread these states), finished at `at` (now by default); with no process, an import
+    (give `original_name`)."""
     ago = (timezone.now() - at).total_seconds() / 60 if at else 0
     kind = Capture.Kind.RECORD if process else Capture.Kind.IMPORT
-    return capture(process, share_stats(shares), minutes_ago=ago, run_=run, kind=kind, **fields)
+    stats = share_stats(shares, step=step)
+    return capture(process, stats, minutes_ago=ago, run_=run, kind=kind, **fields)
 
 
 def whole_job_capture(
@@ -172,8 +198,11 @@ def whole_job_capture(
     *,
     at: datetime,
     callers: int = 0,
+    step: list[dict[str, float]] | None = None,
 ) -> CaptureGroup:
-    """A whole-job capture: one done capture per process, `shares[i]` for process i."""
+    """A whole-job capture: one done capture per process, `shares[i]` (and step-thread
+    states `step[i]`) for process i."""
+    steps = step or [None] * len(processes)
     group = CaptureGroup.objects.create(run=run)
     CaptureGroup.objects.filter(pk=group.pk).update(created_at=at)
     Capture.objects.bulk_create(
@@ -184,11 +213,11 @@ def whole_job_capture(
             pid=p.pid,
             group=group,
             status=Capture.Status.DONE,
-            stats=share_stats(s, callers=callers),
+            stats=share_stats(s, callers=callers, step=st),
             queued_at=at,
             finished_at=at + timedelta(seconds=30),
         )
-        for p, s in zip(processes, shares, strict=True)
+        for p, s, st in zip(processes, shares, steps, strict=True)
     )
     # auto_now_add ignores the given queued_at: set it afterwards.
     Capture.objects.filter(group=group).update(queued_at=at)
@@ -250,3 +279,59 @@ def whole_job_dump(run: Run, series: dict[str, list[list[dict]]]) -> CaptureGrou
     group_report.group_report_update(group_id=group.pk)
     group.refresh_from_db()
     return group
+
+
+# --- captures with time (tests/data/timeline: real recordings with their host clock) ---------
+
+
+def timed_capture(
+    case: str = "periodic_eval",
+    *,
+    process_: RunProcess | None = None,
+    group: CaptureGroup | None = None,
+    names: dict[str, str] | None = None,
+    functions: dict[str, str] | None = None,
+    shift_s: float = 0.0,
+    offset_s: float | None = None,
+    idle: bool = True,
+) -> Capture:
+    """A done capture of a real recording with time, stored and analysed as the worker
+    does it: py-spy's speedscope split into raw text and time track, then the analysis
+    (which stores the track with each record's state, stats["time"] and any periodic
+    stall). `names` renames threads and `functions` frames' functions (old → new);
+    `shift_s` moves the host's clock; `offset_s` is the host's clock offset a whole-job
+    timeline aligns ranks with; without `idle` the samples carry no time (py-spy would
+    have dropped blocked threads')."""
+    from profiles.captures.analysis import capture_analyze
+    from profiles.pyspy.split import split_speedscope
+    from profiles.pyspy.timetrack import track_json
+    from profiles.storage.files import capture_store_outputs
+    from tests.profiles.pyspy.timeline_data import TIMELINE
+
+    clock = json.loads((TIMELINE / f"{case}.clock.json").read_text())
+    doc = json.loads((TIMELINE / f"{case}.speedscope.json").read_text())
+    for profile in doc["profiles"]:  # py-spy names them `Thread 28564 "MainThread"`
+        tid, name = re.fullmatch(r'Thread (\d+) "(.*)"', profile["name"]).groups()
+        profile["name"] = f'Thread {tid} "{(names or {}).get(name, name)}"'
+    for frame in doc["shared"]["frames"]:
+        frame["name"] = (functions or {}).get(frame["name"], frame["name"])
+    start, end = clock["start"] + shift_s, clock["end"] + shift_s
+    split = split_speedscope(json.dumps(doc), start=start, end=end, rate=clock["rate"], idle=idle)
+    made = Capture.objects.create(
+        run=process_.run if process_ else None,
+        process=process_,
+        host=process_.host if process_ else local_host(),
+        pid=process_.pid if process_ else 4242,
+        group=group,
+        kind=Capture.Kind.RECORD,
+        status=Capture.Status.PARSING,
+        rate=clock["rate"],
+        duration=round(end - start),
+        idle=idle,
+        progress={} if offset_s is None else {"clock_offset_s": offset_s},
+    )
+    track = track_json(split.track)
+    capture_store_outputs(capture=made, raw=split.raw_text.encode(), log=None, track=track)
+    assert capture_analyze(capture=made) == Capture.Status.DONE
+    made.refresh_from_db()
+    return made

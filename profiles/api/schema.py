@@ -1,230 +1,366 @@
 """The OpenAPI description of the capture, group and compare endpoints: answer shapes
-with every field described, and one `extend_schema` decorator per view.
+and one `extend_schema` decorator per view.
 
-Documentation only (the views build their answers themselves);
-tests/config/test_api_schema.py validates real answers against these shapes, so a
-field a view starts to answer must be described here too. The analysis fields
-follow the CLI's contract (profiles/pyspy/types.py, docs/engine.md).
+The analysis's shapes are the engine's own TypedDicts (profiles/pyspy/types.py),
+turned into components by `config.api_schema.typed`: only their words are written here,
+for the fields whose TypedDict has no docstring. The rest are the dashboard's answers
+(views and selectors build them as plain dicts), written as serializers with their
+enums taken from the models and the engine. tests/config/test_api_schema.py validates
+real answers against these shapes.
 """
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+import typing
+from typing import Literal, NotRequired, TypedDict
+
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers as s
 
 from config.api_schema import (
-    FLAME_NODE_REF,
     READ_ERRORS,
     WRITE_ERRORS,
-    FlameNodeField,
+    described,
     errors,
     list_and_create,
+    shape_of,
+    typed,
 )
-from profiles.models import Capture
+from profiles.models import Capture, CaptureGroup
+from profiles.pyspy import compare as comparing
+from profiles.pyspy import types
+from profiles.pyspy import workers as rank_workers
+from profiles.pyspy.sandwich import Sandwich
 from profiles.pyspy.states import STATES
+from profiles.watches.api_schema import ShareSideSerializer  # noqa: F401 - ShareRow uses it
 from runs import capture_settings
 from runs.capture_serializers import SettingsAnswerSerializer
+from runs.gpu import GpuPoint, GpuSeries, GpuTimeline
+from runs.remote.model import Cause
 
 CAPTURES, GROUPS, COMPARE = ["captures"], ["whole-job captures"], ["compare"]
-VERDICTS = ["ok", "degraded", "unreliable"]
-STATUSES = ["queued", "running", "parsing", "done", "failed", "cancelled"]
+State = Literal[STATES]  # the engine types a state as str; STATES lists them
+LAG_VERDICTS = typing.get_args(typing.get_type_hints(types.LagReport)["verdict"])
+LagVerdict = Literal[LAG_VERDICTS]
+FORMATS = (*typing.get_args(typing.get_type_hints(types.Stats)["format"]), "dump")
+GROUP_KINDS = CaptureGroup._meta.get_field("kind").choices
+CHANGE_VERDICTS = typing.get_args(comparing.Verdict)  # for ENUM_NAME_OVERRIDES
+STACKS_KINDS = typing.get_args(typing.get_type_hints(types.StacksVerdict)["kind"])
+DUMP_KIND = [c for c in GROUP_KINDS if c[0] == "dump"]
+# No constant holds these: jobs.services.group_summary and CaptureGroup.report_status.
 GROUP_STATUSES = ["running", "done", "partial", "failed"]
-KINDS = Capture.Kind.values
+REPORT_STATUSES = ["pending", "stored", "failed"]
+
+SHARE = {"samples": "Samples, each counted once.", "percent": "Share of all samples, 0–100."}
+CALLERS = {
+    "python_callers": "Nearest Python frame above the first match, once per sample; top 10.",
+    "user_callers": "Like python_callers, the nearest frame of the user's own code.",
+}
+
+# --- the analysis: the engine's TypedDicts ----------------------------------------------
+
+FlameNodeSerializer = typed(
+    types.FlameNode,
+    {
+        "name": "The frame, `function (file.py:line)` or `symbol (library.so)`; thread "
+        "nodes keep py-spy's `thread (TID): NAME`.",
+        "value": "Samples in this node and below.",
+        "children": "The frames it calls, each a FlameNode.",
+        "pruned_frames": "Only on a `[pruned: N frames]` node: the frames it stands for.",
+    },
+)
+typed(types.FrameStat, {"frame": "`function (file.py:line)` or `symbol (library.so)`.", **SHARE})
+typed(
+    types.StateStat,
+    {
+        "state": "The thread state (docs/states.md).",
+        "samples": "Samples in this state; a list's samples add up.",
+        "percent": "Share of the list's scope (capture or thread), 0–100.",
+        "user_callers": "Nearest frame of the user's own code where the state began.",
+    },
+    hints={"state": State},
+)
+typed(
+    types.ThreadStat,
+    {
+        "name": "The thread's name as py-spy reported it.",
+        "tid": "The thread id (a number, or py-spy's hex text).",
+        "pid": "The process (with --subprocesses).",
+        "samples": "The thread's samples.",
+        "percent": "Share of all samples, 0–100.",
+        "states": "The thread's samples per state, all eleven.",
+        "active_percent": "Its samples over py-spy's sampling rounds, 0–100; null: unknown.",
+    },
+    optional=("states", "active_percent"),  # captures analysed before states existed
+)
+typed(
+    types.KeywordStat,
+    {
+        "keyword": "The keyword (substring, `=name`, `re:…`, `X under Y`).",
+        "category": "Its category (launch, sync, alloc, …).",
+        "samples": "Samples that match (once per sample).",
+        "percent": "Share of all samples, 0–100.",
+        "python_callers": CALLERS["python_callers"],
+    },
+    optional=("user_callers",),
+)
+typed(
+    types.CategoryStat,
+    {
+        "category": "The category; a sample counts once per category.",
+        "samples": "Samples that match (once per sample).",
+        "percent": "Share of all samples, 0–100.",
+        **CALLERS,
+    },
+    optional=("user_callers",),
+)
+typed(
+    types.LagPoint,
+    {
+        "t_index": "Index of the warning.",
+        "approx_s": "About when it came, seconds into the capture.",
+        "behind_s": "py-spy's cumulative drift then.",
+    },
+)
+typed(
+    types.LagReport,
+    {
+        "requested_rate": "Rate asked of py-spy.",
+        "requested_duration_s": "Duration asked.",
+        "max_behind_s": "The largest drift py-spy reported.",
+        "warnings": "How many 'behind in sampling' lines.",
+        "samples_reported": "py-spy's sample count.",
+        "errors_reported": "py-spy's error count.",
+        "verdict": "ok when py-spy never fell behind.",
+        "recommended_rate": "A rate that would have kept up (below the asked one).",
+        "achieved_fraction": "Share of rounds taken.",
+        "effective_rate": "Samples per second achieved.",
+        "elapsed_s_estimate": "Estimated wall time.",
+        "stop_reason": "Why py-spy stopped early, in its words (`process exited`); else null.",
+        "series": "Drift over time, one per warning.",
+        "explanation": "The verdict in one sentence.",
+    },
+    name="Lag",
+)
+FindingSerializer = typed(
+    types.Finding,
+    {
+        "rule": "host_sync, input_bound, straggler, … (docs/findings.md).",
+        "severity": "How much it matters.",
+        "title": "The finding in a few words.",
+        "value": "The measured value (percent of the step threads' samples).",
+        "interval": "Its 95% interval, [low, high].",
+        "threshold": "The rule's threshold: the whole interval is past it.",
+        "frames": "Flamegraph frames to open.",
+        "user_callers": "Your code's lines it comes from.",
+        "advice": "The fix, in one sentence naming the call site.",
+        "ranks": "Job only: the ranks it holds on.",
+        "workers": "Job, input_bound or straggler: what its ranks' DataLoader workers do most.",
+        "period_s": "periodic_stall only: seconds from one burst to the next.",
+        "duration_s": "periodic_stall only: how long a burst lasts, in seconds.",
+        "state": "periodic_stall only: the state the bursts are in.",
+        "function": "periodic_stall only: your function the bursts are in, or null.",
+        "thread": "periodic_stall only: the thread it was found on.",
+        "bursts": "periodic_stall only: each burst's [start, end], seconds since the first sample.",
+        "regularity_cv": "periodic_stall only: spread of the periods (coefficient of variation).",
+    },
+    hints={
+        "workers": NotRequired[list[rank_workers.WorkersFact]],
+        **{
+            name: NotRequired[hint]
+            for name, hint in typing.get_type_hints(types.PeriodicFinding).items()
+            if name not in typing.get_type_hints(types.Finding)
+        },
+        "state": NotRequired[State],
+    },
+)
+typed(
+    types.FunctionStat,
+    {
+        "function": "`name (file.py)`: a function of your code, any line.",
+        "frame": "Its line seen in most samples (a flamegraph frame).",
+        "samples": "Samples with it on the stack, each once.",
+    },
+)
+typed(
+    types.ThreadFunctions,
+    {
+        "thread": "The thread's name.",
+        "tid": "The thread id (a number, or py-spy's hex text).",
+        "samples": "The thread's samples.",
+        "functions": "Its top 20 functions of your code.",
+    },
+)
+typed(
+    types.Explanation,
+    {
+        "frame": "A frame of your code (the function's hottest line).",
+        "percent": "Its share of the rank's step-thread samples, 0–100.",
+        "others_percent": "The other ranks' share, 0–100.",
+        "delta": "percent - others_percent, in points (always > 0).",
+        "interval": "95% interval of the delta.",
+        "function": "The function of your code it is in (a function explanation).",
+        "state": "The thread state at that call site (a state explanation).",
+        "workers": "A data_wait explanation: what the rank's DataLoader workers do most.",
+    },
+    hints={"state": NotRequired[State], "workers": NotRequired[rank_workers.WorkersFact]},
+)
+StragglerSerializer = typed(
+    types.Straggler,
+    {
+        "name": "The rank the others wait for.",
+        "wait_percent": "Its step threads' share in waiting states.",
+        "others_wait_percent": "The other ranks' share in waiting states.",
+        "explanation": "What it does more, largest first.",
+        "workers": "Explained by data_wait: what its DataLoader workers do most.",
+    },
+    hints={"workers": NotRequired[rank_workers.WorkersFact]},
+)
 
 
-class FrameStatSerializer(s.Serializer):
-    frame = s.CharField(help_text="`function (file.py:line)` or `symbol (library.so)`.")
-    samples = s.IntegerField(help_text="Samples, each counted once.")
-    percent = s.FloatField(help_text="Share of all samples, 0–100.")
+class ClassState(TypedDict):
+    """A state's share of a class's step-thread samples (job.py; typed there as a dict)."""
+
+    state: State
+    percent: float
 
 
-class ShareSerializer(s.Serializer):
-    samples = s.IntegerField(help_text="Samples that match (once per sample).")
-    percent = s.FloatField(help_text="Share of all samples, 0–100.")
-    python_callers = FrameStatSerializer(
-        many=True,
-        help_text="Nearest Python frame above the first match, once per sample; top 10.",
-    )
-    user_callers = FrameStatSerializer(
-        many=True,
-        required=False,
-        help_text="Like python_callers, the nearest frame of the user's own code.",
-    )
+typed(ClassState, {"state": "The thread state.", "percent": "Its share, 0–100."})
+JobClassSerializer = typed(
+    types.JobClass,
+    {
+        "ranks": "Ranks that behave alike.",
+        "label": "`ranks 0-2: 77% collective at train.py:98 (in …)`.",
+        "states": "Their states, with samples.",
+        "distinctive": "The function of your code the other ranks hardly run.",
+    },
+    hints={"states": list[ClassState]},
+)
+typed(types.DumpLocal, {"name": "The variable.", "value": "Its repr.", "arg": "An argument."})
+typed(
+    types.DumpFrame,
+    {
+        "name": "The function (or native symbol).",
+        "location": "`file.py:line` (or the library).",
+        "native": "A native frame.",
+        "locals": "Its local variables (py-spy dump --locals).",
+    },
+)
+typed(
+    types.DumpThread,
+    {
+        "pid": "The process (with --subprocesses).",
+        "tid": "The thread id (a number, or py-spy's hex text).",
+        "name": "The thread's name.",
+        "status": "What py-spy printed in brackets: idle, active, active+gil, gil, or empty.",
+        "active": "Running (null: not known).",
+        "idle": "Idle (null: not known).",
+        "gil": "Holding the GIL (null: not known).",
+        "frames": "Its stack, innermost first.",
+    },
+)
 
 
-class KeywordStatSerializer(ShareSerializer):
-    keyword = s.CharField(help_text="The keyword (substring, `=name`, `re:…`, `X under Y`).")
-    category = s.CharField(help_text="Its category (launch, sync, alloc, …).")
+class StepStateSerializer(s.Serializer):
+    state = s.ChoiceField(STATES, help_text="The thread state.")
+    samples = s.IntegerField(help_text="The step threads' samples in it.")
+    percent = s.FloatField(help_text="Their share, 0–100.")
 
 
-class CategoryStatSerializer(ShareSerializer):
-    category = s.CharField(help_text="The category; a sample counts once per category.")
+class StepThreadsSerializer(s.Serializer):
+    """The threads the findings judged (profiles.captures.analysis.stored_step_threads)."""
+
+    tids = s.ListField(child=s.CharField(), help_text="Their thread ids, as text.")
+    names = s.ListField(child=s.CharField(), help_text="Their names (the tid when unnamed).")
+    detected_by = s.CharField(help_text="named, collective, device, busiest or none.")
+    samples = s.IntegerField(help_text="Their samples together.")
+    states = StepStateSerializer(many=True, help_text="Their states with samples, added up.")
 
 
-class StateStatSerializer(s.Serializer):
-    state = s.ChoiceField(STATES, help_text="The thread state (docs/states.md).")
-    samples = s.IntegerField(help_text="Samples in this state; a list's samples add up.")
-    percent = s.FloatField(help_text="Share of the list's scope (capture or thread), 0–100.")
-    user_callers = FrameStatSerializer(
-        many=True, help_text="Nearest frame of the user's own code where the state began."
-    )
+class DumpSeriesItemSerializer(s.Serializer):
+    """One dump of a whole-job dump's rank (pyspy.parse_dump_series: at, threads)."""
+
+    at = s.FloatField(allow_null=True, help_text="Host epoch seconds (null: not known).")
+    threads = shape_of(types.DumpThread)(many=True, help_text="Its threads.")
 
 
-class ThreadStatSerializer(s.Serializer):
-    name = s.CharField(help_text="The thread's name as py-spy reported it.")
-    tid = s.JSONField(help_text="The thread id (a number, or py-spy's hex text).")
-    pid = s.IntegerField(allow_null=True, help_text="The process (with --subprocesses).")
-    samples = s.IntegerField(help_text="The thread's samples.")
-    percent = s.FloatField(help_text="Share of all samples, 0–100.")
-    states = StateStatSerializer(
-        many=True, required=False, help_text="The thread's samples per state, all eleven."
-    )
-    active_percent = s.FloatField(
-        allow_null=True,
-        required=False,
-        help_text="Its samples over py-spy's sampling rounds, 0–100; null: rounds unknown.",
-    )
+typed(
+    types.TimeInfo,
+    {
+        "available": "Whether the capture keeps time: a timeline, windows, periodic stalls.",
+        "reason": "Why not (imported, recorded without --idle, …); null when it does.",
+        "start": "Host epoch seconds of the first sample.",
+        "end": "Host epoch seconds when py-spy stopped.",
+        "rate": "The requested sampling rate.",
+        "rounds": "Sampling rounds: the most samples a thread has.",
+        "bucket_s": "The timeline's default bucket, in seconds.",
+        "untimed": "Threads that cannot be placed in time (born or ended mid-capture).",
+    },
+)
+StatsSerializer = typed(
+    types.Stats,
+    {
+        "format": "The input's format.",
+        "total_samples": "Sum of all counts (0 for a dump).",
+        "unique_stacks": "Distinct stacks.",
+        "skipped_lines": "Malformed lines not counted.",
+        "max_depth": "Deepest stack, in frames.",
+        "threads": "Samples per thread.",
+        "top_self": "Hottest leaf frames.",
+        "top_total": "Inclusive: each sample once per frame.",
+        "keywords": "Keyword shares.",
+        "categories": "Category shares.",
+        "uncovered_native": "Hottest native leaves no keyword matches.",
+        "lag": "Whether py-spy kept up (with its log).",
+        "findings": "What to change, most important first.",
+        "thread_functions": "Per thread (top 16): your code's functions.",
+        "step_threads": "Dashboard only: the threads the findings judged (docs/findings.md).",
+        "dump_threads": "A dump's threads (the last dump of a whole-job dump's rank).",
+        "dump_series": "A whole-job dump's rank: every dump, oldest first.",
+    },
+    # Stored answers: a dump has only format, total_samples and its threads, and older
+    # captures lack later fields. The flamegraph is stored and served apart.
+    hints={
+        "format": Literal[FORMATS],
+        "step_threads": StepThreadsSerializer,
+        "dump_threads": list[types.DumpThread],
+        "dump_series": list[DumpSeriesItemSerializer],
+        "flamegraph": None,
+    },
+    optional=True,
+)
+typed(
+    Sandwich,
+    {
+        "frame": "The frame asked for.",
+        "samples": "Samples with the frame anywhere (once each).",
+        "self_samples": "Samples with it as the leaf.",
+        "total_samples": "All samples of the capture (or threads).",
+        "percent": "samples of total, 0–100.",
+        "self_percent": "self_samples of total, 0–100.",
+        "occurrences": "Tree nodes named so.",
+        "callers": "Who calls it, inverted and merged.",
+        "callees": "What it calls, merged.",
+        "approximate": "The stored tree was pruned: a bound.",
+        "hidden_samples": "Samples under pruned nodes outside its occurrences "
+        "(bounds missed samples).",
+        "hidden_self_samples": "All samples under pruned nodes (bounds missed self samples).",
+        "suggestions": "Near names when none matches exactly.",
+    },
+    hints={"suggestions": NotRequired[list[str]]},
+)
 
-
-class LagPointSerializer(s.Serializer):
-    t_index = s.IntegerField(help_text="Index of the warning.")
-    approx_s = s.FloatField(help_text="About when it came, seconds into the capture.")
-    behind_s = s.FloatField(help_text="py-spy's cumulative drift then.")
-
-
-class LagSerializer(s.Serializer):
-    requested_rate = s.IntegerField(allow_null=True, help_text="Rate asked of py-spy.")
-    requested_duration_s = s.IntegerField(allow_null=True, help_text="Duration asked.")
-    max_behind_s = s.FloatField(help_text="The largest drift py-spy reported.")
-    warnings = s.IntegerField(help_text="How many 'behind in sampling' lines.")
-    samples_reported = s.IntegerField(allow_null=True, help_text="py-spy's sample count.")
-    errors_reported = s.IntegerField(allow_null=True, help_text="py-spy's error count.")
-    verdict = s.ChoiceField(VERDICTS, help_text="ok when py-spy never fell behind.")
-    recommended_rate = s.IntegerField(
-        allow_null=True, help_text="A rate that would have kept up (below the asked one)."
-    )
-    achieved_fraction = s.FloatField(allow_null=True, help_text="Share of rounds taken.")
-    effective_rate = s.FloatField(allow_null=True, help_text="Samples per second achieved.")
-    elapsed_s_estimate = s.FloatField(allow_null=True, help_text="Estimated wall time.")
-    stop_reason = s.CharField(allow_null=True, help_text="How py-spy stopped.")
-    series = LagPointSerializer(many=True, help_text="Drift over time, one per warning.")
-    explanation = s.CharField(help_text="The verdict in one sentence.")
-    error = s.CharField(allow_null=True, help_text="py-spy's `Error:` line, if any.")
-
-
-# --- findings, per-thread functions and the whole-job report (docs/findings.md) ---
-
-
-class FindingSerializer(s.Serializer):
-    rule = s.CharField(help_text="host_sync, input_bound, straggler, … (docs/findings.md).")
-    severity = s.ChoiceField(["high", "medium", "info"], help_text="How much it matters.")
-    title = s.CharField(help_text="The finding in a few words.")
-    value = s.FloatField(help_text="The measured value (percent of the step threads' samples).")
-    interval = s.ListField(child=s.FloatField(), help_text="Its 95% interval, [low, high].")
-    threshold = s.FloatField(help_text="The rule's threshold: the whole interval is past it.")
-    frames = s.ListField(child=s.CharField(), help_text="Flamegraph frames to open.")
-    user_callers = FrameStatSerializer(many=True, help_text="Your code's lines it comes from.")
-    advice = s.CharField(help_text="The fix, in one sentence naming the call site.")
-    ranks = s.ListField(
-        child=s.CharField(), required=False, help_text="Job only: the ranks it holds on."
-    )
-
-
-class FunctionStatSerializer(s.Serializer):
-    function = s.CharField(help_text="`name (file.py)`: a function of your code, any line.")
-    frame = s.CharField(help_text="Its line seen in most samples (a flamegraph frame).")
-    samples = s.IntegerField(help_text="Samples with it on the stack, each once.")
-
-
-class ThreadFunctionsSerializer(s.Serializer):
-    thread = s.CharField(help_text="The thread's name.")
-    tid = s.JSONField(help_text="The thread id.")
-    samples = s.IntegerField(help_text="The thread's samples.")
-    functions = FunctionStatSerializer(many=True, help_text="Its top 20 functions of your code.")
-
-
-class ExplanationSerializer(s.Serializer):
-    frame = s.CharField(help_text="A frame of your code (the function's hottest line).")
-    function = s.CharField(required=False, help_text="The function, when the item is one.")
-    state = s.CharField(required=False, help_text="The state at that call site, else absent.")
-    percent = s.FloatField(help_text="Its share of the straggler's step-thread samples.")
-    others_percent = s.FloatField(help_text="Its share on the other ranks together.")
-    delta = s.FloatField(help_text="percent - others_percent, in points (always > 0).")
-    interval = s.ListField(child=s.FloatField(), help_text="95% interval of the delta.")
-
-
-class StragglerSerializer(s.Serializer):
-    name = s.CharField(help_text="The rank the others wait for.")
-    wait_percent = s.FloatField(help_text="Its step threads' share in collectives.")
-    others_wait_percent = s.FloatField(help_text="The other ranks' share in collectives.")
-    explanation = ExplanationSerializer(many=True, help_text="What it does more, largest first.")
-
-
-class JobClassSerializer(s.Serializer):
-    ranks = s.ListField(child=s.CharField(), help_text="Ranks that behave alike.")
-    label = s.CharField(help_text="`ranks 0-2: 77% collective at train.py:98 (in …)`.")
-    states = s.ListField(child=s.DictField(), help_text="Their states: {state, percent}.")
-    distinctive = ExplanationSerializer(
-        allow_null=True, help_text="The function of your code the other ranks hardly run."
-    )
-
-
-class StatsSerializer(s.Serializer):
-    """The analysis CLI's JSON without `flamegraph` (contract 2)."""
-
-    format = s.ChoiceField(["raw", "speedscope", "dump"], help_text="The input's format.")
-    total_samples = s.IntegerField(help_text="Sum of all counts (0 for a dump).")
-    unique_stacks = s.IntegerField(required=False, help_text="Distinct stacks.")
-    skipped_lines = s.IntegerField(required=False, help_text="Malformed lines not counted.")
-    max_depth = s.IntegerField(required=False, help_text="Deepest stack, in frames.")
-    threads = ThreadStatSerializer(many=True, required=False, help_text="Samples per thread.")
-    top_self = FrameStatSerializer(many=True, required=False, help_text="Hottest leaf frames.")
-    top_total = FrameStatSerializer(
-        many=True, required=False, help_text="Inclusive: each sample once per frame."
-    )
-    keywords = KeywordStatSerializer(many=True, required=False, help_text="Keyword shares.")
-    categories = CategoryStatSerializer(many=True, required=False, help_text="Category shares.")
-    uncovered_native = FrameStatSerializer(
-        many=True, required=False, help_text="Hottest native leaves no keyword matches."
-    )
-    lag = LagSerializer(
-        required=False, allow_null=True, help_text="Whether py-spy kept up (with its log)."
-    )
-    states = StateStatSerializer(
-        many=True,
-        required=False,
-        help_text="Samples per thread state, all eleven in order; see docs/states.md.",
-    )
-    idle_included = s.BooleanField(
-        allow_null=True,
-        required=False,
-        help_text="Whether blocked threads were sampled (py-spy --idle); null: unknown.",
-    )
-    rounds = s.IntegerField(
-        allow_null=True,
-        required=False,
-        help_text="py-spy's sampling rounds, for active_percent; null: unknown.",
-    )
-    findings = FindingSerializer(
-        many=True, required=False, help_text="What to change, most important first."
-    )
-    thread_functions = ThreadFunctionsSerializer(
-        many=True, required=False, help_text="Per thread (top 16): your code's functions."
-    )
-    step_threads = s.DictField(
-        required=False,
-        help_text="Dashboard only: the threads the findings judged, {tids, detected_by} "
-        "(named, collective, device, busiest or none; docs/findings.md).",
-    )
-    dump_threads = s.ListField(
-        child=s.DictField(),
-        required=False,
-        help_text="A dump's threads: frames innermost first, status, locals.",
-    )
+# --- a capture: the dashboard's answer around the analysis ------------------------------
 
 
 class AttemptSerializer(s.Serializer):
     attempt = s.IntegerField(help_text="Which attempt failed.")
     at = s.DateTimeField(help_text="When.")
-    cause = s.CharField(help_text="Failure cause (unreachable, connection_lost, …).")
+    cause = s.ChoiceField(typing.get_args(Cause), help_text="Failure cause.")
     label = s.CharField(help_text="The cause in words.")
     said = s.CharField(help_text="The command's own last line.")
 
@@ -232,7 +368,7 @@ class AttemptSerializer(s.Serializer):
 class RetrySerializer(s.Serializer):
     attempt = s.IntegerField(help_text="The attempt that will run next.")
     of = s.IntegerField(help_text="Attempts in all.")
-    cause = s.CharField(help_text="Why the last one failed.")
+    cause = s.ChoiceField(typing.get_args(Cause), help_text="Why the last one failed.")
     message = s.CharField(help_text="'retrying, attempt 2 of 4 in 3 s: host unreachable'.")
     due_at = s.DateTimeField(help_text="When the next attempt starts.")
 
@@ -245,6 +381,30 @@ class AnalysisUsageSerializer(s.Serializer):
     stopped = s.BooleanField(required=False, help_text="A limit stopped it (docs/limits.md).")
 
 
+class PySpySerializer(s.Serializer):
+    """What the record script learnt about py-spy and the target."""
+
+    version = s.CharField(allow_null=True, help_text="py-spy's version.")
+    python = s.CharField(allow_null=True, help_text="The target's Python version.")
+    native_built = s.BooleanField(allow_null=True, help_text="py-spy can unwind native.")
+
+
+class PythonOnlySerializer(s.Serializer):
+    """Why a capture asked with --native holds Python-only stacks."""
+
+    reason = s.ChoiceField(["native_unavailable", "native_failed"], help_text="Dropped or failed.")
+    why = s.CharField(required=False, help_text="native_unavailable: why it was dropped.")
+    samples = s.IntegerField(required=False, help_text="native_failed: samples py-spy wrote.")
+    errors = s.IntegerField(required=False, help_text="native_failed: rounds lost to errors.")
+    rounds = s.IntegerField(required=False, help_text="native_failed: rounds expected.")
+    log_tail = s.ListField(
+        child=s.CharField(), required=False, help_text="native_failed: py-spy's last lines."
+    )
+    retry_error = s.CharField(
+        required=False, help_text="native_failed: why recording without --native failed too."
+    )
+
+
 class ProgressSerializer(s.Serializer):
     sampling = s.BooleanField(required=False, help_text="py-spy has started sampling.")
     elapsed_s = s.FloatField(required=False, help_text="Seconds sampled so far.")
@@ -253,40 +413,52 @@ class ProgressSerializer(s.Serializer):
     expected_samples = s.IntegerField(required=False, help_text="Rounds so far, estimated.")
     sampled_s = s.FloatField(required=False, help_text="Once recorded: the span sampled.")
     covered_s = s.FloatField(required=False, help_text="Of the asked duration, when it exited.")
-    pyspy = s.DictField(
-        required=False, help_text="py-spy's version, the target's Python, native_built."
-    )
-    python_only = s.DictField(
-        required=False,
-        help_text="--native was dropped (reason native_unavailable, why) or failed "
-        "(native_failed: errors, samples, rounds): these are Python-only stacks.",
+    pyspy = PySpySerializer(required=False, help_text="py-spy and the target's Python.")
+    python_only = PythonOnlySerializer(
+        required=False, help_text="--native was dropped or failed: Python-only stacks."
     )
     target_continued = s.BooleanField(
         required=False, help_text="py-spy left the process stopped; it was sent SIGCONT."
     )
     retry = RetrySerializer(required=False, help_text="While a retry waits.")
     analysis = AnalysisUsageSerializer(required=False, help_text="The last analysis's budget.")
+    workers = shape_of(rank_workers.WorkerStats)(
+        required=False, help_text="A whole-job rank's DataLoader workers, kept apart from it."
+    )
 
 
-class CaptureRowSerializer(s.Serializer):
-    id = s.IntegerField(help_text="The capture's id.")
-    status = s.ChoiceField(STATUSES, help_text="queued → running → parsing → done | failed.")
-    kind = s.ChoiceField(KINDS, help_text="py-spy record, dump, or an imported file.")
+class CaptureRowSerializer(s.ModelSerializer):
+    """A capture as listed: the model's columns, without the analysis."""
+
     host = s.CharField(allow_null=True, help_text="The host's name (null for imports).")
-    pid = s.IntegerField(allow_null=True, help_text="The process sampled.")
-    run = s.IntegerField(allow_null=True, help_text="The run's id, if any.")
     settings = SettingsAnswerSerializer(help_text="py-spy settings asked.")
-    error = s.CharField(help_text="Why it failed, with the fix, in one line.")
-    error_cause = s.CharField(help_text="Failure cause, a name (docs/troubleshooting.md).")
-    error_detail = s.CharField(help_text="The command's own words (stderr tail).")
-    attempts = s.IntegerField(help_text="Attempts so far.")
     attempt_log = AttemptSerializer(many=True, help_text="Each failed attempt.")
-    note = s.CharField(help_text="Non-fatal remarks, e.g. the process exited.")
     progress = ProgressSerializer(help_text="Live numbers while it runs or waits.")
-    queued_at = s.DateTimeField(help_text="When it was asked for.")
-    started_at = s.DateTimeField(allow_null=True, help_text="When a worker took it.")
-    finished_at = s.DateTimeField(allow_null=True, help_text="When it ended.")
     raw_pruned = s.BooleanField(help_text="The raw file was pruned (stats stay).")
+
+    class Meta:
+        model = Capture
+        fields = [
+            *("id", "status", "kind", "host", "pid", "run", "settings", "error"),
+            *("error_cause", "error_detail", "attempts", "attempt_log", "note", "progress"),
+            *("queued_at", "started_at", "finished_at", "raw_pruned"),
+        ]
+        extra_kwargs = described(
+            {
+                "id": "The capture's id.",
+                "status": "queued → running → parsing → done | failed.",
+                "kind": "py-spy record, dump, or an imported file.",
+                "pid": "The process sampled.",
+                "run": "The run's id, if any.",
+                "error": "Why it failed, with the fix, in one line.",
+                "error_cause": "Failure cause, a name (docs/troubleshooting.md).",
+                "error_detail": "The command's own words (stderr tail).",
+                "attempts": "Attempts so far.",
+                "queued_at": "When it was asked for.",
+                "started_at": "When a worker took it.",
+                "finished_at": "When it ended.",
+            }
+        )
 
 
 class CaptureSerializer(CaptureRowSerializer):
@@ -294,10 +466,13 @@ class CaptureSerializer(CaptureRowSerializer):
         allow_null=True, help_text="The analysis; null until parsed. ?thread= filters it."
     )
 
+    class Meta(CaptureRowSerializer.Meta):
+        fields = [*CaptureRowSerializer.Meta.fields, "stats"]
+
 
 class CaptureCreatedSerializer(s.Serializer):
     id = s.IntegerField(help_text="The capture's id.")
-    status = s.ChoiceField(STATUSES, help_text="Usually queued.")
+    status = s.ChoiceField(Capture.Status.choices, help_text="Usually queued.")
     error = s.CharField(required=False, help_text="When it failed at once.")
     error_cause = s.CharField(required=False, help_text="Its cause (host_config, …).")
 
@@ -305,18 +480,18 @@ class CaptureCreatedSerializer(s.Serializer):
 class BusySerializer(s.Serializer):
     detail = s.CharField(help_text="Which capture is already on that process.")
     busy = s.IntegerField(help_text="Its id.")
-    busy_status = s.CharField(help_text="Its status.")
+    busy_status = s.ChoiceField(Capture.Status.choices, help_text="Its status.")
 
 
 class UnsentSerializer(s.Serializer):
     detail = s.CharField(help_text="queue unavailable: the broker, and how to fix it.")
     id = s.IntegerField(help_text="The capture, failed as queue_unavailable.")
-    status = s.CharField(help_text="failed.")
+    status = s.ChoiceField(Capture.Status.choices, help_text="failed.")
 
 
 class CancelSerializer(s.Serializer):
     id = s.IntegerField(help_text="The capture's id.")
-    status = s.CharField(help_text="Its status now.")
+    status = s.ChoiceField(Capture.Status.choices, help_text="Its status now.")
     cancel_requested = s.BooleanField(help_text="Always true: py-spy gets SIGINT.")
 
 
@@ -328,53 +503,102 @@ class ImportRequestSerializer(s.Serializer):
 
 class ImportedSerializer(s.Serializer):
     id = s.IntegerField(help_text="The capture's id.")
-    status = s.CharField(help_text="parsing: a worker analyses it.")
+    status = s.ChoiceField(Capture.Status.choices, help_text="parsing: a worker analyses it.")
     error = s.CharField(help_text="Empty unless it failed at once.")
+
+
+# --- whole-job captures ------------------------------------------------------------------
 
 
 class GroupProcessSerializer(CaptureRowSerializer):
     role = s.CharField(help_text="The run process's role.")
-    verdict = s.ChoiceField(VERDICTS, allow_null=True, help_text="Its lag verdict.")
+    verdict = s.ChoiceField(LAG_VERDICTS, allow_null=True, help_text="Its lag verdict.")
+
+    class Meta(CaptureRowSerializer.Meta):
+        fields = [*CaptureRowSerializer.Meta.fields, "role", "verdict"]
 
 
-class StacksVerdictSerializer(s.Serializer):
-    kind = s.ChoiceField(
-        ["stuck", "progressing", "unclear"],
-        help_text="stuck: no rank's step thread moved across the dumps; progressing: they "
+typed(
+    types.StacksVerdict,
+    {
+        "kind": "stuck: no rank's step thread moved across the dumps; progressing: they "
         "did; unclear: one dump, or too little to tell.",
-    )
-    odd = s.ListField(child=s.CharField(), help_text="The ranks that stand apart.")
-    explanation = s.CharField(help_text="The verdict in one sentence.")
-    user_frame = s.CharField(allow_null=True, help_text="Where the odd ranks stand (user code).")
-    state = s.CharField(allow_null=True, help_text="Their thread state (idle, collective, …).")
+        "odd": "The ranks that stand apart.",
+        "explanation": "The verdict in one sentence.",
+        "user_frame": "Where the odd ranks stand (user code).",
+        "state": "Their thread state (idle, collective, …).",
+    },
+    hints={"state": State | None},
+)
+typed(
+    types.StacksClass,
+    {
+        "ranks": "Ranks whose step thread stands here.",
+        "thread": "The step thread's name.",
+        "user_frame": "Innermost frame of the user's code.",
+        "state": "The thread state of that stack.",
+        "frames": "The call path, root first.",
+        "moving": "Whether its stacks changed between dumps.",
+    },
+    hints={"state": State},
+)
+typed(
+    types.StacksRank,
+    {
+        "name": "The rank.",
+        "thread": "Its step thread's name (its tid when unnamed; empty: no thread).",
+        "user_frame": "Innermost frame of the user's code.",
+        "state": "The thread state of that stack (unknown: no thread).",
+        "moving": "Whether its step thread changed between its dumps.",
+        "dumps": "How many dumps it gave.",
+    },
+    hints={"state": State},
+)
 
 
-class StacksClassSerializer(s.Serializer):
-    ranks = s.ListField(child=s.CharField(), help_text="Ranks whose step thread stands here.")
-    thread = s.CharField(help_text="The step thread's name.")
-    user_frame = s.CharField(allow_null=True, help_text="Innermost frame of the user's code.")
-    state = s.CharField(help_text="The thread state of that stack.")
-    frames = s.ListField(child=s.CharField(), help_text="The call path, root first.")
-    moving = s.BooleanField(help_text="Whether its stacks changed between dumps.")
+class StacksFailedSerializer(s.Serializer):
+    """A rank without a dump (profiles.jobs.report.stacks_report)."""
+
+    rank = s.CharField(help_text="The rank.")
+    cause = s.CharField(help_text="Its capture's failure cause (error_cause).")
+    error = s.CharField(help_text="Its capture's error.")
 
 
-class StacksSerializer(s.Serializer):
-    verdict = StacksVerdictSerializer(help_text="Which ranks, where, and is anything moving.")
-    classes = StacksClassSerializer(many=True, help_text="Ranks alike (LLNL STAT's classes).")
-    ranks = s.ListField(child=s.DictField(), help_text="Per rank: thread, frame, state, dumps.")
-    failed = s.ListField(
-        child=s.DictField(), help_text="Ranks with no dump: `rank`, `cause`, `error`."
-    )
-    captures = s.DictField(child=s.IntegerField(), help_text="Rank name -> its capture id.")
+StacksSerializer = typed(
+    types.Stacks,
+    {
+        "verdict": "Which ranks, where, and is anything moving.",
+        "classes": "Ranks alike (LLNL STAT's classes).",
+        "ranks": "Per rank: its step thread, where it stands, its dumps.",
+        "failed": "Ranks with no dump.",
+        "captures": "Rank name -> its capture id (not on the live page).",
+    },
+    hints={
+        "failed": list[StacksFailedSerializer],
+        "captures": NotRequired[dict[str, int]],
+    },
+)
+
+
+typed(
+    types.WaitModel,
+    {
+        "kind": "blocking: collectives block the host (gloo); async: CUDA/NCCL frames seen.",
+        "waiting_states": "The states counted as waiting for a peer or the device.",
+        "ranks": "The ranks whose step threads show CUDA or NCCL frames.",
+        "explanation": "The model in a sentence or two, for the page.",
+    },
+    hints={"waiting_states": list[State]},
+)
 
 
 class GroupSerializer(s.Serializer):
     id = s.IntegerField(help_text="The whole-job capture's id.")
     kind = s.ChoiceField(
-        ["record", "dump"], help_text="record: sampled for a window; dump: stacks of every rank."
+        GROUP_KINDS, help_text="record: sampled for a window; dump: stacks of every rank."
     )
     report_status = s.ChoiceField(
-        ["pending", "stored", "failed"],
+        REPORT_STATUSES,
         help_text="Whether the job report (stacks, for a dump) is stored: `findings: []` "
         "means no findings only when this is stored.",
     )
@@ -403,6 +627,15 @@ class GroupSerializer(s.Serializer):
     )
     classes = JobClassSerializer(many=True, help_text="Ranks that behave alike.")
     findings = FindingSerializer(many=True, help_text="The job's findings (docs/findings.md).")
+    workers = s.DictField(
+        child=shape_of(rank_workers.WorkerStats)(),
+        help_text="Rank name -> its DataLoader workers (its child processes), never ranks.",
+    )
+    wait_model = shape_of(types.WaitModel)(
+        allow_null=True,
+        help_text="What the report counted as waiting for a peer: blocking (gloo) or async "
+        "(CUDA/NCCL: collectives and device syncs); null before the report.",
+    )
     job_report_reason = s.CharField(
         allow_null=True, help_text="Why there is no verdict yet (ranks still running); null."
     )
@@ -412,53 +645,165 @@ class GroupUnsentSerializer(GroupSerializer):
     detail = s.CharField(help_text="queue unavailable: the broker, and how to fix it.")
 
 
+# --- the whole-job capture page's live numbers (profiles.jobs.selectors.group_page) ---
+
+
+class LiveRowSerializer(s.Serializer):
+    """One process: live while it runs; null where there is no number."""
+
+    id = s.IntegerField(help_text="Its capture's id.")
+    url = s.CharField(help_text="Its capture's page.")
+    label = s.CharField(help_text="host:pid and role.")
+    role = s.CharField(help_text="The run process's role (empty: none).")
+    status = s.ChoiceField(Capture.Status.choices, help_text="Its capture's status.")
+    final = s.BooleanField(help_text="It has ended.")
+    elapsed_s = s.FloatField(allow_null=True, help_text="Seconds sampled (a dump: its wall time).")
+    duration_s = s.IntegerField(allow_null=True, help_text="Seconds asked (null for a dump).")
+    behind_s = s.FloatField(allow_null=True, help_text="py-spy's drift (live, then the largest).")
+    samples = s.IntegerField(allow_null=True, help_text="Samples, once analysed.")
+    samples_estimated = s.IntegerField(allow_null=True, help_text="Rounds so far, while running.")
+    attaching = s.BooleanField(help_text="Claimed, but py-spy has not started sampling yet.")
+    rounds_estimated = s.IntegerField(
+        allow_null=True, help_text="py-spy's rounds, once ended (samples count per thread)."
+    )
+    verdict = s.ChoiceField(LAG_VERDICTS, allow_null=True, help_text="Its lag verdict.")
+    states = s.DictField(
+        child=s.FloatField(), help_text="Percent per thread state of its step threads."
+    )
+    has_samples = s.BooleanField(help_text="Analysed, with samples.")
+    error = s.CharField(help_text="Why it failed (empty unless failed).")
+    error_cause = s.CharField(help_text="Its failure cause (empty unless failed).")
+    note = s.CharField(help_text="Non-fatal remarks.")
+    python_only = s.BooleanField(help_text="--native was dropped or failed.")
+    workers = s.IntegerField(
+        allow_null=True, help_text="Its DataLoader workers at once (null: none sampled)."
+    )
+
+
+class LivePageWorkersSerializer(s.Serializer):
+    """A rank's DataLoader workers on the page (the API's `workers` has their PIDs)."""
+
+    count = s.IntegerField(help_text="How many ran at once.")
+    processes_seen = s.IntegerField(help_text="How many were sampled (respawns too).")
+    dataloader = s.BooleanField(help_text="Every one ran torch's DataLoader worker loop.")
+    samples = s.IntegerField(help_text="Their main threads' samples.")
+    sampled_percent = s.FloatField(
+        allow_null=True, help_text="How much of their time the samples cover."
+    )
+    outside_percent = s.FloatField(help_text="Share of them outside your code.")
+    functions = shape_of(rank_workers.WorkerFunction)(
+        many=True, help_text="Your functions they were in, top 5."
+    )
+
+
+class LiveRankSerializer(s.Serializer):
+    """A rank of the stored job report, as the page shows it."""
+
+    name = s.CharField(help_text="The rank.")
+    step_threads = s.ListField(child=s.CharField(), help_text="Its step threads' names.")
+    detected_by = s.CharField(help_text="How they were found (findings.step_threads, peers).")
+    samples = s.IntegerField(help_text="Their samples.")
+    states = shape_of(types.StateStat)(
+        many=True, help_text="States with samples, each with its top call site."
+    )
+    url = s.CharField(allow_null=True, help_text="Its capture's page.")
+    idle_included = s.BooleanField(allow_null=True, help_text="Sampled with --idle.")
+    rounds = s.IntegerField(allow_null=True, help_text="py-spy's sampling rounds.")
+    workers = LivePageWorkersSerializer(
+        allow_null=True, help_text="Its DataLoader workers (null: none sampled)."
+    )
+
+
+class LivePendingSerializer(s.Serializer):
+    """No report yet, and why."""
+
+    ready = s.BooleanField(help_text="Always false.")
+    ended = s.BooleanField(help_text="Every rank has ended.")
+    reason = s.CharField(help_text="Why there is no report yet.")
+    failed = s.BooleanField(help_text="The report could not be computed.")
+
+
+class LiveReportSerializer(s.Serializer):
+    """A whole-job record's stored report."""
+
+    ready = s.BooleanField(help_text="Always true.")
+    findings = FindingSerializer(many=True, help_text="The job's findings.")
+    straggler = StragglerSerializer(allow_null=True, help_text="The rank the others wait for.")
+    classes = JobClassSerializer(many=True, help_text="Ranks that behave alike.")
+    ranks = LiveRankSerializer(many=True, help_text="Each rank's step-thread states.")
+    without_samples = s.ListField(child=s.CharField(), help_text="Ranks with no samples.")
+    urls = s.DictField(child=s.CharField(), help_text="Rank name -> its capture's page.")
+    same_window = s.BooleanField(help_text="Every py-spy began within a second of the others.")
+    start_skew_s = s.FloatField(allow_null=True, help_text="Spread of the sampling starts.")
+
+
+class LiveStacksSerializer(s.Serializer):
+    """A whole-job dump's stored verdict and classes."""
+
+    ready = s.BooleanField(help_text="Always true.")
+    kind = s.ChoiceField(DUMP_KIND, help_text="dump.")
+    stacks = StacksSerializer(help_text="The verdict, classes, ranks and failed ranks.")
+    urls = s.DictField(child=s.CharField(), help_text="Rank name -> its capture's page.")
+    repeat = s.IntegerField(help_text="Dumps of each rank.")
+    interval = s.FloatField(help_text="Seconds between dumps.")
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="LiveReportOrReason",
+        serializers=[LivePendingSerializer, LiveReportSerializer, LiveStacksSerializer],
+        resource_type_field_name=None,
+    )
+)
+class LiveReportField(s.JSONField):
+    """Not ready (the reason), a record's report, or a dump's stacks."""
+
+
+class SkippedSerializer(s.Serializer):
+    label = s.CharField(help_text="The process.")
+    checked_at = s.DateTimeField(allow_null=True, help_text="When it was found exited.")
+
+
+typed(GpuPoint, {"t": "Seconds since the first tick.", "util": "Utilisation, percent.",
+                 "mem_used_mib": "Memory used, MiB.", "mem_total_mib": "Memory, MiB."})  # fmt: skip
+typed(GpuSeries, {"index": "The GPU's index.", "points": "Its samples, in time order."})
+typed(
+    GpuTimeline,
+    {
+        "interval_ms": "nvidia-smi's interval.",
+        "gpus": "One series per GPU.",
+        "skipped_lines": "Lines nvidia-smi wrote that could not be read.",
+    },
+)
+
+
+class LiveGpuSerializer(s.Serializer):
+    id = s.IntegerField(help_text="The capture's id.")
+    label = s.CharField(help_text="host:pid and role.")
+    gpu = shape_of(GpuTimeline)(allow_null=True, help_text="The host's GPUs (null: none).")
+
+
 class LiveSerializer(s.Serializer):
     group = s.IntegerField(help_text="The whole-job capture's id.")
-    kind = s.ChoiceField(["record", "dump"], help_text="record, or dump (Dump all ranks).")
+    kind = s.ChoiceField(GROUP_KINDS, help_text="record, or dump (Dump all ranks).")
     run = s.IntegerField(help_text="The run's id.")
-    status = s.CharField(help_text="running, done, partial or failed.")
+    status = s.ChoiceField(GROUP_STATUSES, help_text="Across its processes.")
     start_skew_s = s.FloatField(
         allow_null=True, help_text="Spread of the sampling starts; null until all started."
     )
     final = s.BooleanField(help_text="Every process has ended: stop polling.")
     states = s.ListField(
-        child=s.CharField(), help_text="State columns shown (thread states, in their order)."
+        child=s.ChoiceField(STATES), help_text="State columns shown, in STATES order."
     )
-    rows = s.ListField(
-        child=s.DictField(),
-        help_text="Per process: status, elapsed_s, behind_s, samples (estimated while "
-        "running), verdict, `states` (percent per state of its step threads), error and "
-        "its cause.",
+    rows = LiveRowSerializer(many=True, help_text="One per process.")
+    report = LiveReportField(
+        help_text="The stored whole-job report once every process ended, else the reason."
     )
-    report = s.DictField(
-        help_text="The stored whole-job report once every process ended (findings, "
-        "straggler, classes, each rank's step-thread states, rank links), else `ready` "
-        "false and the `reason`."
-    )
-    skipped = s.ListField(child=s.DictField(), help_text="Processes skipped (exited).")
-    processes = s.ListField(child=s.DictField(), help_text="GPU timelines, once final.")
+    skipped = SkippedSerializer(many=True, help_text="Processes skipped (exited).")
+    processes = LiveGpuSerializer(many=True, help_text="GPU timelines, once final.")
 
 
-class SandwichSerializer(s.Serializer):
-    frame = s.CharField(help_text="The frame asked for.")
-    samples = s.IntegerField(help_text="Samples with the frame anywhere (once each).")
-    self_samples = s.IntegerField(help_text="Samples with it as the leaf.")
-    total_samples = s.IntegerField(help_text="All samples of the capture (or threads).")
-    percent = s.FloatField(help_text="samples of total, 0–100.")
-    self_percent = s.FloatField(help_text="self_samples of total, 0–100.")
-    occurrences = s.IntegerField(help_text="Tree nodes named so.")
-    callers = FlameNodeField(help_text="Who calls it, inverted and merged.")
-    callees = FlameNodeField(help_text="What it calls, merged.")
-    approximate = s.BooleanField(help_text="The stored tree was pruned: a bound.")
-    hidden_samples = s.IntegerField(
-        help_text="Samples under pruned nodes outside its occurrences (bounds missed samples)."
-    )
-    hidden_self_samples = s.IntegerField(
-        help_text="All samples under pruned nodes (bounds missed self samples)."
-    )
-    suggestions = s.ListField(
-        child=s.CharField(), required=False, help_text="Near names when none matches exactly."
-    )
+# --- compare two captures ---------------------------------------------------------------
 
 
 class SummarySerializer(s.Serializer):
@@ -467,34 +812,76 @@ class SummarySerializer(s.Serializer):
     target = s.CharField(help_text="host:pid and role.")
     run = s.CharField(allow_null=True, help_text="The run's name.")
     at = s.DateTimeField(help_text="When it finished (or was asked for).")
-    status = s.CharField(help_text="Its status.")
+    status = s.ChoiceField(Capture.Status.choices, help_text="Its status.")
     total_samples = s.IntegerField(help_text="Its samples.")
-    lag_verdict = s.CharField(allow_null=True, help_text="Its lag verdict.")
+    lag_verdict = s.ChoiceField(LAG_VERDICTS, allow_null=True, help_text="Its lag verdict.")
 
 
-class ComparisonSerializer(s.Serializer):
-    before = SummarySerializer(help_text="The earlier capture.")
-    after = SummarySerializer(help_text="The later capture.")
-    threads = s.ListField(child=s.CharField(), help_text="The thread filter asked.")
-    threads_applied = s.BooleanField(help_text="Both captures could be filtered so.")
-    before_samples = s.IntegerField(help_text="Samples before.")
-    after_samples = s.IntegerField(help_text="Samples after.")
-    states = s.ListField(
-        child=s.DictField(),
-        help_text="Per thread state with samples on either side: the same shape and maths "
+VERDICT = "`real change` (the interval excludes 0), `within noise` or `not measured`."
+typed(
+    comparing.ShareRow,
+    {
+        "name": "The state, category or keyword.",
+        "category": "A keyword's category.",
+        "before": "Its share before (null: not measured).",
+        "after": "Its share after (null: not measured).",
+        "delta_points": "After minus before, in points.",
+        "delta_low": "95% Newcombe interval of the change, low.",
+        "delta_high": "95% Newcombe interval of the change, high.",
+        "verdict": VERDICT,
+    },
+)
+typed(
+    comparing.FrameRow,
+    {
+        "frame": "The frame.",
+        "before_percent": "Its share before (null: not in that top list).",
+        "after_percent": "Its share after (null: not in that top list).",
+        "before_below": "Not listed before: the smallest share that list shows.",
+        "after_below": "Not listed after: the smallest share that list shows.",
+        "delta_points": "After minus before, in points (a bound unless exact).",
+        "delta_bound": "Whether the true change is exactly, at most or at least that.",
+        "verdict": VERDICT,
+    },
+)
+typed(
+    comparing.LagNote,
+    {
+        "side": "Which capture.",
+        "verdict": "Its lag verdict.",
+        "max_behind_s": "py-spy's largest drift.",
+        "recommended_rate": "A rate that would have kept up.",
+    },
+    hints={"verdict": LagVerdict},
+)
+ComparisonSerializer = typed(
+    comparing.Comparison,
+    {
+        "before": "The earlier capture.",
+        "after": "The later capture.",
+        "threads": "The thread filter asked.",
+        "threads_applied": "Both captures could be filtered so.",
+        "before_samples": "Samples before.",
+        "after_samples": "Samples after.",
+        "states": "Per thread state with samples on either side: the same shape and maths "
         "as `categories`; a side analysed before states existed is not measured.",
-    )
-    categories = s.ListField(
-        child=s.DictField(),
-        help_text="Per category: shares with 95% Wilson intervals, the change with a "
+        "categories": "Per category: shares with 95% Wilson intervals, the change with a "
         "Newcombe interval, and the verdict (real change or within noise).",
-    )
-    keywords = s.ListField(child=s.DictField(), help_text="The same per keyword.")
-    top_self = s.ListField(child=s.DictField(), help_text="Leaf frames with their deltas.")
-    top_total = s.ListField(child=s.DictField(), help_text="Inclusive frames, deltas.")
-    lag_warnings = s.ListField(child=s.CharField(), help_text="Lag beside the verdicts.")
-    method = s.DictField(help_text="How intervals and verdicts are computed.")
+        "keywords": "The same per keyword.",
+        "top_self": "Leaf frames with their deltas.",
+        "top_total": "Inclusive frames, deltas.",
+        "lag_warnings": "Lag beside the verdicts.",
+        "method": "How intervals and verdicts are computed, in words, by topic.",
+    },
+    hints={
+        "before": SummarySerializer,
+        "after": SummarySerializer,
+        "threads": list[str],
+        "threads_applied": bool,
+    },
+)
 
+# --- the decorators ---------------------------------------------------------------------
 
 THREAD = OpenApiParameter(
     "thread", str, description="Thread names or ids, comma-separated or repeated.", many=True
@@ -515,6 +902,7 @@ def capture_list(request_serializer):
         tags=CAPTURES,
         listed=CaptureRowSerializer(many=True),
         list_summary="The newest 100 captures",
+        list_description="Newest first, without their analysis (`GET /api/captures/{id}/` has it).",
         request=request_serializer,
         created=CaptureCreatedSerializer,
         summary="Capture a process",
@@ -527,6 +915,9 @@ def capture_list(request_serializer):
 
 capture_detail = extend_schema(
     summary="One capture with its analysis",
+    description="Its status, failure cause and live progress, and `stats` (the analysis "
+    "CLI's JSON without the flamegraph) once parsed; `?thread=` sums the stored per-thread "
+    "tables of those threads instead.",
     parameters=[THREAD],
     responses={200: CaptureSerializer, **errors(*READ_ERRORS)},
     tags=CAPTURES,
@@ -534,27 +925,35 @@ capture_detail = extend_schema(
 
 capture_flamegraph = extend_schema(
     summary="Its flamegraph (d3-flame-graph JSON)",
+    description="The stored tree, pruned to `max_nodes` (8192 by default) with the "
+    "pruned mass as explicit nodes; `?thread=` keeps those threads' subtrees. 404 when the "
+    "capture has no flamegraph (not parsed yet, a dump, or failed).",
     parameters=[
         OpenApiParameter("max_nodes", int, description="Prune to this many nodes (10–50000)."),
         THREAD,
     ],
-    responses={200: OpenApiResponse(FLAME_NODE_REF, "The tree."), **errors(*READ_ERRORS)},
+    responses={200: OpenApiResponse(FlameNodeSerializer, "The tree."), **errors(*READ_ERRORS)},
     tags=CAPTURES,
 )
 
 capture_sandwich = extend_schema(
     summary="One frame's callers and callees",
+    description="Every occurrence of the frame in the stored tree merged, once per "
+    "sample: who calls it (inverted) and what it calls. A pruned tree gives bounds "
+    "(`approximate`); no exact match gives `suggestions`.",
     parameters=[
         OpenApiParameter("frame", str, required=True, description="The frame's full name."),
         OpenApiParameter("max_nodes", int, description="Prune each side (10–20000; 2000)."),
         THREAD,
     ],
-    responses={200: SandwichSerializer, **errors(*WRITE_ERRORS)},
+    responses={200: shape_of(Sandwich), **errors(*WRITE_ERRORS)},
     tags=CAPTURES,
 )
 
 capture_cancel = extend_schema(
     summary="Stop a capture (the samples so far are kept)",
+    description="py-spy gets SIGINT and writes what it has sampled; a queued capture is "
+    "cancelled at once. 409 when the capture has already ended.",
     request=None,
     responses={200: CancelSerializer, **errors(401, 403, 404, 409)},
     tags=CAPTURES,
@@ -590,16 +989,21 @@ def run_capture_all(settings_serializer):
 
 group_detail = extend_schema(
     summary="A whole-job capture",
+    description="Its processes' captures, and once every rank has ended the stored job "
+    "report: straggler, classes of ranks and findings (a dump: `stacks`). `report_status` "
+    "tells an empty report from one not computed yet.",
     responses={200: GroupSerializer, **errors(*READ_ERRORS)},
     tags=GROUPS,
 )
 
 group_flamegraph = extend_schema(
     summary="Its merged flamegraph",
+    description="The ranks' stored trees merged under one root, each rank a child; "
+    "`?capture=` keeps only those captures.",
     parameters=[
         OpenApiParameter("capture", int, many=True, description="Only these captures' ids.")
     ],
-    responses={200: OpenApiResponse(FLAME_NODE_REF, "The tree."), **errors(*READ_ERRORS)},
+    responses={200: OpenApiResponse(FlameNodeSerializer, "The tree."), **errors(*READ_ERRORS)},
     tags=GROUPS,
 )
 
@@ -612,6 +1016,10 @@ group_live = extend_schema(
 
 compare = extend_schema(
     summary="Compare two captures",
+    description="The earlier capture (by queue time) is before, the later after, whatever "
+    "the order of `a` and `b`: per state, category, keyword and top frame each share with "
+    "its 95% interval, the change with its interval and a verdict. 400 when either has no "
+    "samples.",
     parameters=[
         OpenApiParameter("a", int, required=True, description="A capture's id."),
         OpenApiParameter("b", int, required=True, description="The other's (order is by time)."),

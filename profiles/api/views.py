@@ -10,7 +10,7 @@ from config.api import api
 from config.api_fields import IdField, PidField
 from config.middleware import refusal
 from config.params import parse_id, parse_int, query_ids, query_int
-from profiles.api import schema
+from profiles.api import schema, time_views
 from profiles.captures import redact, selectors, services
 from profiles.jobs import selectors as group_selectors
 from profiles.jobs import services as jobs
@@ -157,6 +157,8 @@ def capture_flamegraph(request, pk: int):
     capture = get_object_or_404(Capture, pk=pk)
     wanted = query_int(request.query_params, "max_nodes")
     max_nodes = max(10, min(8192 if wanted is None else wanted, 50000))
+    if "from" in request.query_params or "to" in request.query_params:
+        return time_views.window_flamegraph(request, capture, max_nodes)
     tree = selectors.capture_flamegraph(
         capture=capture, max_nodes=max_nodes, threads=_threads_param(request)
     )

@@ -29,7 +29,7 @@ from profiles.captures.lifecycle import (
     capture_transition,
 )
 from profiles.captures.record_notes import native_failure, record_note
-from profiles.captures.timekeeping import RECORD_FORMAT, timed_result
+from profiles.captures.timekeeping import RECORD_FORMAT, note_clock_offset, timed_result
 from profiles.models import Capture
 from profiles.storage.files import capture_store_outputs
 from runs import gpu, remote
@@ -243,6 +243,7 @@ def capture_record_finish(
     if track is None:
         result, track = timed_result(capture, result)
     capture_store_outputs(capture=capture, raw=result.raw, log=result.log, track=track)
+    note_clock_offset(capture, result.facts or {})
     if result.gpu_csv:
         capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)
         capture.save(update_fields=["gpu_samples"])

@@ -4,7 +4,7 @@ Pages read stored stats and never the raw samples: a thread filter sums the
 per-thread tables stored at analysis time.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +23,8 @@ from runs.permissions import can_launch
 
 
 def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
-    """Captures for a table: a few stats keys, never the whole stats JSON."""
+    """Captures for a table: a few stats keys, never the whole stats JSON. A table
+    shows each row's states (`with_row_states`), not a keyword lens."""
     comments = (
         Comment.objects.filter(capture=OuterRef("pk"))
         .values("capture")
@@ -36,7 +37,8 @@ def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
         .defer("stats", "progress", "gpu_samples", "error")
         .annotate(
             total_samples=KeyTransform("total_samples", "stats"),
-            categories=KeyTransform("categories", "stats"),
+            step_threads=KeyTransform("step_threads", "stats"),
+            all_states=KeyTransform("states", "stats"),
             verdict=KT("stats__lag__verdict"),
             max_behind_s=KeyTransform("max_behind_s", KeyTransform("lag", "stats")),
             recommended_rate=KeyTransform("recommended_rate", KeyTransform("lag", "stats")),
@@ -44,6 +46,63 @@ def capture_rows(qs: QuerySet[Capture]) -> QuerySet[Capture]:
             retry_line=KT("progress__retry__message"),
         )
     )
+
+
+def state_shares(step_threads: dict[str, Any] | None) -> dict[str, float]:
+    """Percent per state of the step threads as the analysis stored them (states with
+    samples only, in the engine's order)."""
+    return {s["state"]: s["percent"] for s in (step_threads or {}).get("states") or []}
+
+
+def step_states(capture: Capture, reported: dict[str, float] | None = None) -> dict[str, float]:
+    """Percent per state of the capture's step threads, as its analysis stored them (the
+    threads and states the findings and the whole-job report judge); for a capture
+    analysed before they were stored, as the stored job report has them (`reported`),
+    else none."""
+    stats = capture.stats or {}
+    if not stats.get("total_samples"):
+        return {}
+    if "step_threads" in stats:
+        return state_shares(stats["step_threads"])
+    return reported or {}
+
+
+def row_states(
+    step_threads: dict[str, Any] | None, all_states: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
+    """What a table row shows of a capture: its step threads' states (the words of the
+    capture page's headline and of the whole-job report), or every thread's for a
+    capture analysed before step threads were stored; None when it stored no states."""
+    shares = state_shares(step_threads)
+    who = _step_who(step_threads or {})
+    if not shares and all_states:
+        shares = {s["state"]: s["percent"] for s in all_states if s.get("samples")}
+        who = "all threads"
+    # The engine's vocabulary only: a state name becomes a CSS class.
+    shares = {s: p for s, p in shares.items() if s in pyspy.STATES}
+    if not shares:
+        return None
+    order = sorted(shares, key=lambda s: -shares[s])
+    return {
+        "who": who,
+        "segments": [{"state": s, "percent": round(p, 1)} for s, p in shares.items() if p > 0],
+        "top": {"state": order[0], "percent": shares[order[0]]},
+        "title": " · ".join(f"{s} {shares[s]:.1f}%" for s in order[:4]),
+    }
+
+
+def _step_who(step_threads: dict[str, Any]) -> str:
+    names = step_threads.get("names") or []
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"step thread{'s' if len(names) != 1 else ''}: {shown}" if names else "step threads"
+
+
+def with_row_states(rows: Iterable[Capture]) -> list[Capture]:
+    """`capture_rows` rows with `table_states` (row_states) set on each, for the tables."""
+    found = list(rows)
+    for capture in found:
+        capture.table_states = row_states(capture.step_threads, capture.all_states)
+    return found
 
 
 def lag_history(condition: Q, limit: int = 200) -> list[dict[str, Any]]:
@@ -103,8 +162,8 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
     if tables is None:
         return None
     stats = dict(pyspy.combine_threads(tables, threads))
-    # Facts of the whole process: py-spy's lag, which threads run the step.
-    for key in ("lag", "step_threads"):
+    # Facts of the whole process: py-spy's lag, which threads run the step, its time.
+    for key in ("lag", "step_threads", "time"):
         if key in capture.stats:
             stats[key] = capture.stats[key]
     return stats

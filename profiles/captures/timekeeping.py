@@ -59,3 +59,15 @@ def timed_result(capture: Capture, result: Any) -> tuple[Any, str | None]:
         log.warning("capture %s: kept without time (%s)", capture.pk, exc)
         return result, None
     return dataclasses.replace(result, raw=split.raw_text.encode()), track_json(split.track)
+
+
+def note_clock_offset(capture: Capture, facts: dict[str, str]) -> None:
+    """Keep this host's clock offset (this machine's clock less the host's) in the
+    capture's progress: a whole-job timeline puts each rank on one clock with it."""
+    try:
+        offset = float(facts["clock_offset_s"])
+    except (KeyError, ValueError):
+        return
+    current = Capture.objects.values_list("progress", flat=True).get(pk=capture.pk) or {}
+    progress = {**current, "clock_offset_s": round(offset, 6)}
+    Capture.objects.filter(pk=capture.pk).update(progress=progress)

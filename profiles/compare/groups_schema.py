@@ -1,66 +1,84 @@
-"""OpenAPI description of the whole-job compare (`GET /api/compare/groups/`)."""
+"""OpenAPI description of the whole-job compare (`GET /api/compare/groups/`): the
+engine's rows (profiles/pyspy/job_compare.py) by `config.api_schema.typed`, and the
+few dicts around them that no type names."""
+
+import typing
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers as s
 
-from config.api_schema import READ_ERRORS, errors
+from config.api_schema import READ_ERRORS, errors, shape_of, typed
+from profiles.api.schema import VERDICT, State, StragglerSerializer
+from profiles.pyspy import compare as comparing
+from profiles.pyspy import job_compare, types
 
-VERDICT = "`real change` (the interval excludes 0), `within noise` or `not measured`."
+Verdict = comparing.Verdict  # job_compare types its verdicts as str: share_row's
+SEVERITY = typing.get_type_hints(types.Finding)["severity"]
 
-
-class StateChangeSerializer(s.Serializer):
-    state = s.CharField(help_text="A thread state (compute, collective, data_wait, …).")
-    a_percent = s.FloatField(allow_null=True, help_text="Share of step-thread samples before.")
-    b_percent = s.FloatField(allow_null=True, help_text="Share after.")
-    delta = s.FloatField(allow_null=True, help_text="After minus before, in points.")
-    interval = s.ListField(
-        child=s.FloatField(), allow_null=True, help_text="95% Newcombe interval of `delta`."
-    )
-    verdict = s.CharField(help_text=VERDICT)
-
-
-class RoleChangeSerializer(s.Serializer):
-    role = s.CharField(help_text="The rank's role (rank-3), the same in both captures.")
-    a = s.IntegerField(allow_null=True, help_text="Its capture in the earlier whole-job capture.")
-    b = s.IntegerField(allow_null=True, help_text="Its capture in the later one.")
-    states = StateChangeSerializer(many=True, help_text="Its step threads' states.")
+typed(
+    job_compare.StateChange,
+    {
+        "state": "A thread state.",
+        "a_percent": "Share of step-thread samples before.",
+        "b_percent": "Share after.",
+        "delta": "After minus before, in points.",
+        "interval": "95% Newcombe interval of `delta`.",
+        "verdict": VERDICT,
+    },
+    hints={"state": State, "verdict": Verdict},
+)
+typed(
+    job_compare.RoleChange,
+    {
+        "role": "The rank's role (rank-3), the same in both captures.",
+        "a": "Its capture in the earlier whole-job capture.",
+        "b": "Its capture in the later one.",
+        "states": "Its step threads' states.",
+    },
+)
+FindingChangeSerializer = typed(
+    job_compare.FindingChange,
+    {
+        "rule": "The finding's rule (straggler, data_starved, …).",
+        "title": "Its title, from the side that has it.",
+        "severity": "How much it matters.",
+        "ranks": "The ranks it changed on (`job`: the whole job).",
+    },
+    hints={"severity": SEVERITY},
+)
+typed(
+    job_compare.FunctionChange,
+    {
+        "label": "The class of ranks (the later capture's classes).",
+        "ranks": "Its ranks.",
+        "function": "A function of the user's code, `name (file.py)`.",
+        "frame": "Its line seen most, `name (file.py:line)`.",
+        "a_percent": "Share of the class's step-thread samples before.",
+        "b_percent": "Share after.",
+        "delta": "After minus before, in points.",
+        "interval": "95% Newcombe interval of `delta`.",
+        "verdict": VERDICT,
+    },
+    hints={"verdict": Verdict},
+)
 
 
 class PooledSerializer(s.Serializer):
     roles = s.IntegerField(help_text="Shared roles pooled.")
-    states = StateChangeSerializer(many=True, help_text="Every shared role's step threads.")
+    states = shape_of(job_compare.StateChange)(
+        many=True, help_text="Every shared role's step threads."
+    )
 
 
 class StragglerPairSerializer(s.Serializer):
-    a = s.DictField(allow_null=True, help_text="The straggler before (null: none).")
-    b = s.DictField(allow_null=True, help_text="The straggler after (null: none).")
-
-
-class FindingChangeSerializer(s.Serializer):
-    rule = s.CharField(help_text="The finding's rule (straggler, data_starved, …).")
-    title = s.CharField(help_text="Its title, from the side that has it.")
-    severity = s.CharField(help_text="high, medium or info.")
-    ranks = s.ListField(
-        child=s.CharField(), help_text="The ranks it changed on (`job`: the whole job)."
-    )
+    a = StragglerSerializer(allow_null=True, help_text="The straggler before (null: none).")
+    b = StragglerSerializer(allow_null=True, help_text="The straggler after (null: none).")
 
 
 class FindingChangesSerializer(s.Serializer):
     resolved = FindingChangeSerializer(many=True, help_text="Held before, not after.")
     new = FindingChangeSerializer(many=True, help_text="Held after, not before.")
     persisting = FindingChangeSerializer(many=True, help_text="Held on both.")
-
-
-class FunctionChangeSerializer(s.Serializer):
-    label = s.CharField(help_text="The class of ranks (the later capture's classes).")
-    ranks = s.ListField(child=s.CharField(), help_text="Its ranks.")
-    function = s.CharField(help_text="A function of the user's code, `name (file.py)`.")
-    frame = s.CharField(help_text="Its line seen most, `name (file.py:line)`.")
-    a_percent = s.FloatField(help_text="Share of the class's step-thread samples before.")
-    b_percent = s.FloatField(help_text="Share after.")
-    delta = s.FloatField(allow_null=True, help_text="After minus before, in points.")
-    interval = s.ListField(child=s.FloatField(), allow_null=True, help_text="95% Newcombe.")
-    verdict = s.CharField(help_text=VERDICT)
 
 
 class GroupSideSerializer(s.Serializer):
@@ -71,17 +89,24 @@ class GroupSideSerializer(s.Serializer):
     url = s.CharField(help_text="Its page.")
 
 
+class GroupSidesSerializer(s.Serializer):
+    a = GroupSideSerializer(help_text="The earlier whole-job capture.")
+    b = GroupSideSerializer(help_text="The later one.")
+
+
 class GroupComparisonSerializer(s.Serializer):
-    roles = RoleChangeSerializer(many=True, help_text="Every role both captures have.")
+    """profiles.compare.groups.group_comparison: the engine's compare_jobs, named."""
+
+    roles = shape_of(job_compare.RoleChange)(many=True, help_text="Every role both captures have.")
     pooled = PooledSerializer(help_text="All shared roles' step threads pooled.")
     only_a = s.ListField(child=s.CharField(), help_text="Roles only the earlier one has.")
     only_b = s.ListField(child=s.CharField(), help_text="Roles only the later one has.")
     straggler = StragglerPairSerializer(help_text="The straggler before and after.")
     findings = FindingChangesSerializer(help_text="Findings by rule and rank.")
-    functions = FunctionChangeSerializer(
+    functions = shape_of(job_compare.FunctionChange)(
         many=True, help_text="Per class of ranks, the user functions that moved most."
     )
-    groups = s.DictField(help_text="`a` and `b`: the two whole-job captures, earlier first.")
+    groups = GroupSidesSerializer(help_text="The two whole-job captures, earlier first.")
 
 
 compare_groups = extend_schema(

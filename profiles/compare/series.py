@@ -29,8 +29,17 @@ from profiles.pyspy import compare as engine
 JOB = "job"
 JOB_NAME = "whole job (mean of ranks)"
 DEFAULT_SHOWN = 4
-MEASURE_FIELDS = {"category": "categories", "keyword": "keywords"}
-MEASURE_KEYS = {"category": "category", "keyword": "keyword"}
+# What a series measures: the step threads' states (the product's words), or a keyword
+# set's categories or keywords (a lens the user picks). Each is a stored list and the
+# stored count its shares are of.
+MEASURE_FIELDS = {"state": "step_threads.states", "category": "categories", "keyword": "keywords"}
+MEASURE_KEYS = {"state": "state", "category": "category", "keyword": "keyword"}
+MEASURE_TOTALS = {
+    "state": "stats__step_threads__samples",
+    "category": "stats__total_samples",
+    "keyword": "stats__total_samples",
+}
+SeriesKind = Literal["job", "rank", "state", "category", "keyword"]
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -49,7 +58,7 @@ class TrendPoint(TypedDict):
 class TrendSeries(TypedDict):
     key: str
     name: str
-    kind: Literal["job", "rank", "category"]
+    kind: SeriesKind
     shown: bool
     reason: str
     """Why it is shown at first ("highest latest share", "changed most"), or ""."""
@@ -60,7 +69,7 @@ class TrendSeries(TypedDict):
 
 
 class MeasureSamples(Func):
-    """`[[names…], [samples…]]` of a stored stats list (categories or keywords), built in
+    """`[[names…], [samples…]]` of a stored stats list (states, categories or keywords), built in
     the database: the lists' callers, most of their size, never reach Python (decoding
     them cost 0.8 ms a capture; on PostgreSQL two jsonpath arrays take a quarter of
     the time of unnesting the list)."""
@@ -118,7 +127,8 @@ def measured_captures(
     qs: QuerySet[Capture], *, kind: str = "category", limit: int | None = None
 ) -> list[Measured]:
     """Done captures with samples (the first `limit` of `qs`), with only what a series
-    needs: never the whole stats."""
+    needs: never the whole stats. For states, `sample_count` is the step threads'
+    samples, and a capture analysed before step threads were stored has none."""
     rows = (
         qs.filter(status=Capture.Status.DONE)
         .exclude(kind=Capture.Kind.DUMP)
@@ -126,7 +136,7 @@ def measured_captures(
             role=F("process__role"),
             host_name=F("host__name"),
             verdict=KT("stats__lag__verdict"),
-            sample_count=KT("stats__total_samples"),
+            sample_count=KT(MEASURE_TOTALS[kind]),
             measures=MeasureSamples(kind),
         )
         .values_list(*Measured._fields)
@@ -145,10 +155,13 @@ def _pairs(arrays: list[list[Any]] | None) -> list[tuple[str, int]]:
 
 
 def share(capture: Measured, kind: str, name: str) -> engine.ShareSide | None:
-    """The capture's share of `name` with its 95% interval; None when not measured."""
+    """The capture's share of `name` with its 95% interval; None when not measured (a
+    keyword set without it). Every sample is in a state: one not stored is 0%."""
     for measure, samples in capture.measures:
         if measure == name:
             return engine.share_side(int(samples), int(capture.sample_count))
+    if kind == "state":
+        return engine.share_side(0, int(capture.sample_count))
     return None
 
 
@@ -260,7 +273,7 @@ def capture_label(capture: Measured, name: str) -> str:
 # --- series -----------------------------------------------------------------------------
 
 
-def new_series(key: str, name: str, kind: Literal["job", "rank", "category"]) -> TrendSeries:
+def new_series(key: str, name: str, kind: SeriesKind) -> TrendSeries:
     return {"key": key, "name": name, "kind": kind, "shown": True, "reason": "", "points": []}
 
 
@@ -288,8 +301,9 @@ def rank_series(captures: Sequence[Measured], kind: str, name: str) -> list[Tren
     return pick_shown(([job] if job["points"] else []) + ranks)
 
 
-def category_series(captures: Sequence[Measured], key: str) -> list[TrendSeries]:
-    """One rank (or the whole job), a series per category; `captures` in time order."""
+def measure_series(captures: Sequence[Measured], key: str, kind: str) -> list[TrendSeries]:
+    """One rank (or the whole job), a series per state or category (`kind`); `captures`
+    in time order."""
     if key == JOB:
         chosen, title = units(c for c in captures if c.group_id), ""
     else:
@@ -298,10 +312,10 @@ def category_series(captures: Sequence[Measured], key: str) -> list[TrendSeries]
         title = keys[chosen[0][0].pk][1] if chosen else ""
     found = []
     for name in measure_names(c for unit in chosen for c in unit):
-        series = new_series(f"category:{name}", name, "category")
+        series = new_series(f"{kind}:{name}", name, "state" if kind == "state" else "category")
         for unit in chosen:
             label = capture_label(unit[0], title)
-            if (point := unit_point(unit, "category", name, label)) is not None:
+            if (point := unit_point(unit, kind, name, label)) is not None:
                 series["points"].append(point)
         found.append(series)
     return found

@@ -1,11 +1,15 @@
 """Share trends: a run's captures over time (`/runs/<id>/trends.json`) and one
-category's or keyword's share across runs (`/trends/`, `/trends.json`).
+state's, category's or keyword's share across runs (`/trends/`, `/trends.json`).
 
-No line joins two ranks (profiles/compare/series.py): the run chart draws one category with a
-line per rank (a role keeps its line across the run's launches, whose starts are
-marked) and one for the whole job, or one rank with a line per category; across
-runs, "latest" draws each rank's latest capture per run and the run's latest whole-job
-capture, "mean" one point per run.
+States (of the step threads, as each capture's analysis stored them) are what a chart
+plots unless the user picks a keyword lens (a set's categories or keywords), which is
+then labelled as such, naming the sets (profiles/compare/lens.py).
+
+No line joins two ranks (profiles/compare/series.py): the run chart draws one state (or
+category) with a line per rank (a role keeps its line across the run's launches, whose
+starts are marked) and one for the whole job, or one rank with a line per state (or
+category); across runs, "latest" draws each rank's latest capture per run and the run's
+latest whole-job capture, "mean" one point per run.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from django.views.decorators.http import require_GET
 
 from config.params import query_int
 from profiles.compare import series as sr
+from profiles.compare.lens import keyword_lens
 from profiles.models import Capture, Keyword
-from profiles.pyspy import GPU_KEYWORDS
+from profiles.pyspy import GPU_KEYWORDS, STATES
 from runs.launches import launch_starts
 from runs.models import Run
 
@@ -35,26 +40,40 @@ SINGLE_NAME = "the only process (runs without roles)"
 # --- one run ----------------------------------------------------------------------------
 
 
+STATES_LABEL = "Thread states of the step threads"
+KINDS = ("state", "category", "keyword")
+
+
 @require_GET
 def run_trends(request: HttpRequest, pk: int) -> JsonResponse:
-    """`?category=NAME` (a line per rank and the whole job) or `?series=KEY` (a line per
-    category of that rank); with neither, the first category when the run has several
-    ranks, else its one rank."""
+    """`?measure=state` (the default: the step threads' states) or `?measure=category`
+    (the keyword lens), then `?name=NAME` (a line per rank and the whole job) or
+    `?series=KEY` (a line per state or category of that rank); with neither, the largest
+    when the run has several ranks, else its one rank."""
     run = get_object_or_404(Run, pk=pk)
+    measure = "category" if request.GET.get("measure") == "category" else "state"
     latest = Capture.objects.filter(run=run).order_by("-queued_at")
-    captures = sr.measured_captures(latest, limit=TREND_CAPTURES)[::-1]
-    categories = sr.measure_names(captures)
+    captures = sr.measured_captures(latest, kind=measure, limit=TREND_CAPTURES)[::-1]
+    names = sr.measure_names(captures)
     ranks = sr.series_names(captures)
-    view = _run_view(request.GET, categories, ranks)
+    view = _run_view(request.GET, names, ranks)
     if view["by"] == "rank":
-        series = sr.rank_series(captures, "category", view["category"] or "")
+        series = sr.rank_series(captures, measure, view["name"] or "")
     else:
-        series = sr.category_series(captures, view["series"] or "")
+        series = sr.measure_series(captures, view["series"] or "", measure)
+    lens = _run_lens(run)
     return JsonResponse(
         {
             "run": {"id": run.pk, "name": run.name},
+            "measure": measure,
+            # What the select offers: states first, the keyword lens labelled as one.
+            "measures": [
+                {"value": "state", "label": STATES_LABEL},
+                {"value": "category", "label": f"{lens} · categories"},
+            ],
+            "label": STATES_LABEL if measure == "state" else f"{lens} · categories",
             "view": view,
-            "categories": categories,
+            "names": names,
             "ranks": [{"key": key, "name": name} for key, name in ranks.items()],
             "series": series,
             # One line per role across launches (series keys are roles); the chart marks
@@ -64,47 +83,81 @@ def run_trends(request: HttpRequest, pk: int) -> JsonResponse:
     )
 
 
-def _run_view(params: Any, categories: list[str], ranks: dict[str, str]) -> dict[str, Any]:
+def _run_lens(run: Run) -> str:
+    """The keyword lens of the run's captures, naming every set they were analysed with."""
+    sets = (
+        Capture.objects.filter(run=run, status=Capture.Status.DONE)
+        .exclude(kind=Capture.Kind.DUMP)
+        .values_list("keyword_set__name", "keyword_set__is_default")
+        .distinct()
+    )
+    return keyword_lens(sets)
+
+
+def _run_view(params: Any, names: list[str], ranks: dict[str, str]) -> dict[str, Any]:
     if params.get("series"):
-        return {"by": "category", "category": None, "series": params["series"]}
-    if params.get("category") or len(ranks) > 1:
-        category = params.get("category") or (categories[0] if categories else None)
-        return {"by": "rank", "category": category, "series": None}
-    return {"by": "category", "category": None, "series": next(iter(ranks), None)}
+        return {"by": "name", "name": None, "series": params["series"]}
+    if params.get("name") or len(ranks) > 1:
+        name = params.get("name") or (names[0] if names else None)
+        return {"by": "rank", "name": name, "series": None}
+    return {"by": "name", "name": None, "series": next(iter(ranks), None)}
 
 
 # --- across runs ------------------------------------------------------------------------
 
 
-def _trend_names() -> dict[str, list[str]]:
-    keywords = Keyword.objects.values_list("keyword", "category")
+def _keywords() -> list[tuple[str, str, str, bool]]:
+    return list(
+        Keyword.objects.values_list(
+            "keyword", "category", "keyword_set__name", "keyword_set__is_default"
+        )
+    )
+
+
+def _trend_names(keywords: list[tuple[str, str, str, bool]]) -> dict[str, list[str]]:
     return {
-        "category": sorted({c for _, c in keywords} | {k.category for k in GPU_KEYWORDS}),
-        "keyword": sorted({k for k, _ in keywords} | {k.keyword for k in GPU_KEYWORDS}),
+        "state": list(STATES),
+        "category": sorted({c for _, c, *_ in keywords} | {k.category for k in GPU_KEYWORDS}),
+        "keyword": sorted({k for k, *_ in keywords} | {k.keyword for k in GPU_KEYWORDS}),
     }
+
+
+def _label(kind: str, name: str, keywords: list[tuple[str, str, str, bool]]) -> str:
+    """What the chart plots: a state, or a keyword lens naming the sets that have `name`."""
+    if kind == "state":
+        return f"{STATES_LABEL} · {name}"
+    column = 1 if kind == "category" else 0
+    sets = {(row[2], row[3]) for row in keywords if row[column] == name}
+    return f"{keyword_lens(sets)} · {kind} {name}"
 
 
 @require_GET
 def trends(request: HttpRequest) -> HttpResponse:
-    """`/trends/`: one keyword's or category's share over the last N runs."""
+    """`/trends/`: one state's (or, through a keyword lens, one category's or keyword's)
+    share over the last N runs."""
     options = _trend_options(request)
-    names = _trend_names()
+    keywords = _keywords()
+    names = _trend_names(keywords)
     page = {**options, "dataUrl": reverse("compare:trends_data")}
     context = {
         "options": options,
         "names": names,
         "page": page,
+        "label": _label(options["kind"], options["name"], keywords),
         "unknown": options["name"] not in names[options["kind"]],
     }
     return render(request, "profiles/trends.html", context)
 
 
+DEFAULT_NAMES = {"state": "compute", "category": "sync", "keyword": "cuStreamSynchronize"}
+
+
 def _trend_options(request: HttpRequest) -> dict[str, Any]:
-    kind = "keyword" if request.GET.get("kind") == "keyword" else "category"
+    kind = request.GET.get("kind") if request.GET.get("kind") in KINDS else "state"
     mode = "mean" if request.GET.get("mode") == "mean" else "latest"
     runs = query_int(request.GET, "runs")
     runs = TREND_RUNS_DEFAULT if runs is None else runs
-    name = request.GET.get("name") or ("sync" if kind == "category" else "cuStreamSynchronize")
+    name = request.GET.get("name") or DEFAULT_NAMES[kind]
     return {"kind": kind, "name": name, "mode": mode, "runs": min(max(runs, 1), TREND_RUNS_MAX)}
 
 
@@ -123,8 +176,10 @@ def trends_data(request: HttpRequest) -> JsonResponse:
         series = _mean_series(runs, by_run, kind, name)
     else:
         series = _latest_series(runs, by_run, kind, name)
-    unknown = name not in _trend_names()[kind]
-    return JsonResponse({**options, "unknown": unknown, "series": series})
+    keywords = _keywords()
+    unknown = name not in _trend_names(keywords)[kind]
+    label = _label(kind, name, keywords)
+    return JsonResponse({**options, "label": label, "unknown": unknown, "series": series})
 
 
 def _run_at(run: Run) -> str:

@@ -22,6 +22,7 @@ from config.api import api
 from config.params import parse_id, query_int
 from profiles.api import schema as api_schema
 from profiles.captures import redact, selectors
+from profiles.compare.lens import capture_set_name
 from profiles.models import Capture
 from profiles.pyspy import compare as engine
 from profiles.pyspy import select_threads
@@ -67,7 +68,7 @@ def _pair(a_id: int, b_id: int) -> tuple[Capture, Capture]:
     """The two captures, earlier first; Http404 when either is missing."""
     found = {
         c.pk: c
-        for c in Capture.objects.select_related("host", "run", "process").filter(
+        for c in Capture.objects.select_related("host", "run", "process", "keyword_set").filter(
             pk__in=[a_id, b_id]
         )
     }
@@ -165,7 +166,7 @@ def _compare_context(before: Capture, after: Capture, threads: list[str], user) 
         "before": before,
         "after": after,
         "sides": [("before", before, result["before"]), ("after", after, result["after"])],
-        "share_tables": _share_tables(result),
+        "share_tables": _share_tables(result, _pair_lens(before, after)),
         "frame_tables": [
             {"id": "top-self", "title": "Top self (leaf) frames", "rows": result["top_self"]},
             {
@@ -179,7 +180,14 @@ def _compare_context(before: Capture, after: Capture, threads: list[str], user) 
     }
 
 
-def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _pair_lens(before: Capture, after: Capture) -> str:
+    """The keyword lens of the two captures, naming their sets ("Keyword lens: GPU
+    training (default set)"; each side's when they differ)."""
+    a, b = capture_set_name(before.keyword_set), capture_set_name(after.keyword_set)
+    return f"Keyword lens: {a}" if a == b else f"Keyword lens: {a} (before), {b} (after)"
+
+
+def _share_tables(result: dict[str, Any], lens: str) -> list[dict[str, Any]]:
     def with_sides(rows: list[engine.ShareRow]) -> list[dict[str, Any]]:
         return [{**r, "sides": [r["before"], r["after"]]} for r in rows]
 
@@ -203,9 +211,11 @@ def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
             "empty": "No thread states: a capture was analysed before they were stored "
             "(re-analyse it).",
         },
+        # A keyword set is a lens the user picked: its tables say so and name the set.
         {
             "id": "categories",
             "title": "Categories",
+            "lens": lens,
             "label": "Category",
             "rows": with_sides(result["categories"]),
             "silent": 0,
@@ -213,6 +223,7 @@ def _share_tables(result: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "id": "keywords",
             "title": "Keywords",
+            "lens": lens,
             "label": "Keyword",
             "rows": with_sides(keywords),
             "silent": len(result["keywords"]) - len(keywords),

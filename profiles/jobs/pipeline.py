@@ -6,10 +6,19 @@ a barrier in the database: each counts itself in `CaptureGroup.hosts_settled` on
 its session is connected (or has failed), and all send `go` when every host has, or
 at `start_by` at the latest. Each capture records when its py-spy announced sampling
 (`sampling_started_at`), from which the group's start skew is measured.
+
+A whole-job record samples each rank's child processes too (`--subprocesses`, the
+default: DataLoader workers). A rank's capture keeps its own samples only, so its
+states, the straggler rule and the Processes table count the rank and nothing else;
+what its workers did is kept beside them, in `progress["workers"]`
+(profiles.pyspy.workers), which the job report reads.
 """
 
+import dataclasses
 import logging
+import re
 import time
+from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -31,8 +40,11 @@ from profiles.captures.pipeline import (
     native_failure,
     worker_name,
 )
+from profiles.captures.timekeeping import timed_result
 from profiles.jobs import dumps as group_dumps
 from profiles.models import Capture, CaptureGroup
+from profiles.pyspy.timetrack import load_track, track_json
+from profiles.pyspy.workers import own_track, split_processes, worker_summary
 from runs import gpu, remote
 from runs.services import host_target
 
@@ -213,9 +225,27 @@ def _native_failures(captures: list[Capture], outcome: Any) -> dict[int, dict[st
         result = outcome.results[capture.pid]
         span = outcome.spans.get(capture.pid) or {}
         if isinstance(result, remote.RecordResult):
-            if (failed := native_failure(capture, result, span)) is not None:
+            own = rank_errors_only(result, capture.pid)
+            if (failed := native_failure(capture, own, span)) is not None:
                 found[capture.pid] = failed
     return found
+
+
+_FAILED_SAMPLE = re.compile(r"Failed to get stack trace from (\d+):")
+_WROTE = re.compile(r"Samples: (\d+) Errors: (\d+)")
+
+
+def rank_errors_only(result: Any, pid: int) -> Any:
+    """`result` whose py-spy log counts only the rank's own failed samples, to judge
+    whether `--native` failed on the rank: with `--subprocesses` py-spy's count holds
+    its workers' too (each named with its PID on stderr, runs.remote.many), and a
+    worker's failures must not send the rank to a Python-only record. `result` itself
+    when stderr names no failed sample."""
+    failed = Counter(int(p) for p in _FAILED_SAMPLE.findall(result.stderr or ""))
+    if not failed or not _WROTE.search(result.log or ""):
+        return result
+    log = _WROTE.sub(lambda m: f"Samples: {m.group(1)} Errors: {failed[pid]}", result.log)
+    return dataclasses.replace(result, log=log)
 
 
 def _python_only_again(
@@ -262,11 +292,52 @@ def _finish(
         return Status.FAILED
     if gpu_samples:
         Capture.objects.filter(pk=capture.pk).update(gpu_samples=gpu_samples)
+    result, track = rank_samples_apart(capture, result)
     # This rank's own sampling span: the session's time would say a rank whose
     # process exited early covered (nearly) the whole window.
     return capture_record_finish(
-        capture=capture, result=result, span=span, native_failed=native_failed
+        capture=capture, result=result, span=span, native_failed=native_failed, track=track
     )
+
+
+def rank_samples_apart(capture: Capture, result: Any) -> tuple[Any, str | None]:
+    """`result` with only the rank's own samples in its raw text, and their time track
+    (JSON, or None without one); its children's samples (a `--subprocesses` record:
+    DataLoader workers) summarised in `progress["workers"]`, with how many the host saw
+    at once. py-spy's speedscope is split into raw text and track first (timekeeping);
+    one that could not be (no host clock) is read as collapsed stacks, without time.
+    As for the time split, keeping the workers apart never costs the rank its samples:
+    a file this cannot read is kept as it is."""
+    result, track = timed_result(capture, result)
+    raw = result.raw or b""
+    speedscope = raw.lstrip()[:1] == b"{"
+    if not (_PROCESS_IN_JSON if speedscope else _PROCESS_IN_RAW).search(raw):
+        return result, track
+    try:
+        text = _collapsed(raw) if speedscope else raw.decode("utf-8", "surrogateescape")
+        split = split_processes(text.splitlines(), capture.pid)
+        library = capture.run.library_entries if capture.run_id else ()
+        alive = remote.guard.children(result.facts)
+        found = worker_summary(split.children, rounds=split.rounds, alive=alive, library=library)
+        if track is not None:
+            track = track_json(own_track(load_track(track), split.kept, capture.pid))
+    except (pyspy.ProfileError, ValueError) as exc:
+        log.warning("capture %s: workers not kept apart (%s)", capture.pk, exc)
+        return result, track
+    if found is not None:
+        current = Capture.objects.values_list("progress", flat=True).get(pk=capture.pk) or {}
+        Capture.objects.filter(pk=capture.pk).update(progress={**current, "workers": found})
+    own = "".join(f"{line}\n" for line in split.own).encode("utf-8", "surrogateescape")
+    return dataclasses.replace(result, raw=own), track
+
+
+_PROCESS_IN_RAW = re.compile(rb"(?:\A|\n)process \d+:")
+_PROCESS_IN_JSON = re.compile(rb'"process \d+:\\"')  # a frame name, its quote escaped
+
+
+def _collapsed(speedscope: bytes) -> str:
+    profile = pyspy.parse_profile_text(speedscope.decode("utf-8", "replace"))
+    return "\n".join(pyspy.to_folded(profile))
 
 
 def _fail_all(

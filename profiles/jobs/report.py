@@ -1,7 +1,8 @@
 """The whole-job report of a capture group, stored on the group once every rank has ended.
 
 It comes from the ranks' stored stats (profiles.pyspy.job: straggler, classes of
-ranks, findings), never from raw samples, and is computed here, on the worker side,
+ranks, findings) and what each rank's DataLoader workers did (`progress["workers"]`,
+profiles.pyspy.workers), never from raw samples, and is computed here, on the worker side,
 never when a page is viewed (pages read it through `group_selectors`). Every capture
 that ends (done, failed, cancelled: `capture_ended`, sent by the state machine) asks
 for it; the group's last rank to end computes and stores it. Two ranks ending in two
@@ -20,6 +21,7 @@ from django.utils import timezone
 from profiles.models import Capture, CaptureGroup
 from profiles.pyspy.job import analyze_job
 from profiles.pyspy.stacks import analyze_stacks
+from profiles.pyspy.workers import with_workers
 
 log = logging.getLogger(__name__)
 CATCH_UP_DAYS = 7  # older groups missing a report get one when a rank is re-analysed
@@ -113,6 +115,9 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     names = rank_names(captures)
     measured = [(names[c.pk], c.stats) for c in captures if _has_samples(c)]
     report: dict[str, Any] = dict(analyze_job(measured, group.run.step_thread_names))
+    # Each rank's DataLoader workers (kept apart from its own samples by the pipeline)
+    # name what they do in an input_bound finding or a data_wait straggler.
+    report = with_workers(report, {names[c.pk]: _workers(c) for c in captures if _has_samples(c)})
     # The threads of every rank are on each capture already: the group keeps the rest.
     report["ranks"] = [{k: v for k, v in r.items() if k != "threads"} for r in report["ranks"]]
     report["without_samples"] = [names[c.pk] for c in captures if not _has_samples(c)]
@@ -120,6 +125,10 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     # explanation, to that rank's capture without knowing how names were made.
     report["captures"] = {name: pk for pk, name in names.items()}
     return report
+
+
+def _workers(capture: Capture) -> Any:
+    return (capture.progress or {}).get("workers") if isinstance(capture.progress, dict) else None
 
 
 def _has_samples(capture: Capture) -> bool:

@@ -87,13 +87,21 @@ def process_row(capture: Capture, *, reported: dict[str, float] | None = None) -
         "rounds_estimated": None if running or failed else progress.get("expected_samples"),
         "verdict": lag.get("verdict"),
         # The step threads' states, the words of "What the job says" (not a keyword lens).
-        "states": {} if failed else step_states(capture, reported),
+        "states": {} if failed else selectors.step_states(capture, reported),
         "has_samples": not failed and bool(samples),
         "error": capture.error if failed else "",
         "error_cause": capture.error_cause if failed else "",
         "note": capture.note,
         "python_only": bool(progress.get("python_only")),
+        # Its DataLoader workers (--subprocesses): the rank's, never rows of their own.
+        "workers": _workers_at_once(progress),
     }
+
+
+def _workers_at_once(progress: dict[str, Any]) -> int | None:
+    workers = progress.get("workers")
+    count = workers.get("count") if isinstance(workers, dict) else None
+    return count if isinstance(count, int) else None
 
 
 def _row_head(capture: Capture) -> dict[str, Any]:
@@ -128,19 +136,8 @@ def _dump_row(capture: Capture) -> dict[str, Any]:
         "error_cause": capture.error_cause if failed else "",
         "note": capture.note,
         "python_only": False,
+        "workers": None,
     }
-
-
-def step_states(capture: Capture, reported: dict[str, float] | None = None) -> dict[str, float]:
-    """Percent per state of the rank's step threads, as its analysis stored them (the
-    threads and states the whole-job report judges); for a capture analysed before they
-    were stored, as the stored job report has them (`reported`), else none."""
-    stats = capture.stats or {}
-    if not stats.get("total_samples"):
-        return {}
-    if "step_threads" in stats:
-        return {s["state"]: s["percent"] for s in stats["step_threads"]["states"]}
-    return reported or {}
 
 
 def _reported_states(group: CaptureGroup) -> dict[int, dict[str, float]]:
@@ -193,8 +190,9 @@ def report_reason(group: CaptureGroup, captures: list[Capture]) -> str | None:
 
 
 def group_report_fields(group: CaptureGroup) -> dict[str, Any]:
-    """`report_status`, `straggler`, `classes`, `findings`, `job_report_reason` (and
-    `stacks` for a whole-job dump) for the API."""
+    """`report_status`, `straggler`, `classes`, `findings`, `workers` (each rank's
+    DataLoader workers), `job_report_reason` (and `stacks` for a whole-job dump) for
+    the API."""
     reason = report_reason(group, list(group.captures.only("pk", "group_id", "status")))
     report = (group.job_report or {}) if reason is None else {}
     fields = {
@@ -204,6 +202,12 @@ def group_report_fields(group: CaptureGroup) -> dict[str, Any]:
         "straggler": report.get("straggler"),
         "classes": report.get("classes") or [],
         "findings": report.get("findings") or [],
+        "workers": {
+            rank["name"]: rank["workers"]
+            for rank in report.get("ranks") or []
+            if rank.get("workers")
+        },
+        "wait_model": report.get("wait_model"),
         "job_report_reason": reason,
     }
     if group.kind == "dump":
@@ -274,7 +278,18 @@ def _rank_row(rank: dict[str, Any], urls: dict[str, str], sampled: dict) -> dict
         # of py-spy's rounds the step threads' samples fill.
         "idle_included": stats.get("idle_included"),
         "rounds": stats.get("rounds"),
+        "workers": _page_workers(rank.get("workers")),
     }
+
+
+def _page_workers(workers: Any) -> dict[str, Any] | None:
+    """A rank's workers as the page shows them: without their PIDs and command lines
+    (the API keeps those), the top 5 functions."""
+    if not isinstance(workers, dict):
+        return None
+    keep = ("count", "processes_seen", "dataloader", "samples", "sampled_percent",
+            "outside_percent")  # fmt: skip
+    return {**{k: workers.get(k) for k in keep}, "functions": (workers.get("functions") or [])[:5]}
 
 
 def skipped_processes(group: CaptureGroup, captures: list[Capture]) -> list[dict[str, Any]]:

@@ -134,6 +134,24 @@ class Stats(TypedDict):
     findings: NotRequired[list[Finding]]
     flamegraph: NotRequired[FlameNode]
     lag: NotRequired[LagReport | None]
+    time: NotRequired[TimeInfo]
+    """Whether the capture keeps time (a timeline, windows, periodic stalls) and its clock;
+    set by the dashboard's analysis (profiles.captures.analysis), not by `analyze`."""
+
+
+class TimeInfo(TypedDict):
+    """A capture's time: `available`, else `reason`; when available the clock (host
+    epoch seconds of the first sample and of py-spy's stop), the requested rate, the
+    rounds, the default timeline bucket and the threads that cannot be placed."""
+
+    available: bool
+    reason: str | None
+    start: NotRequired[float]
+    end: NotRequired[float]
+    rate: NotRequired[float]
+    rounds: NotRequired[int]
+    bucket_s: NotRequired[float]
+    untimed: NotRequired[list[str]]
 
 
 class DumpLocal(TypedDict):

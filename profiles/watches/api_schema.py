@@ -1,49 +1,57 @@
 """The OpenAPI description of profiles/watches/api.py: answer shapes with described
-fields and one decorator per view. Documentation only: the views build their answers
-(watch_selectors.watch_json); tests check that answers match what is written here."""
+fields and one decorator per view. The rows and shifts are the engine's TypedDicts
+(`config.api_schema.typed`), the enums the models'; the rest mirrors
+profiles.watches.selectors.watch_json, and tests check real answers against it."""
 
-from drf_spectacular.utils import extend_schema
+import typing
+from typing import Literal
+
+from drf_spectacular.plumbing import resolve_type_hint
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 
-from config.api_schema import combine, errors, list_and_create, read_and_change
+from config.api_schema import combine, errors, list_and_create, read_and_change, typed
+from profiles.pyspy import compare as comparing
+from profiles.pyspy import regression
+from profiles.pyspy.changepoint import SeriesShift
+from profiles.watches.models import Alert, Delivery, Judgement
 
 WATCHES = ["watches"]
+ROW_KINDS = typing.get_args(regression.Kind)  # for ENUM_NAME_OVERRIDES
 
 
-class ShareSideSerializer(serializers.Serializer):
-    samples = serializers.IntegerField(help_text="Samples in the row (a bound when listed so).")
-    total = serializers.IntegerField(help_text="Samples of the capture.")
-    percent = serializers.FloatField(help_text="The share, in percent.")
-    low = serializers.FloatField(help_text="95% Wilson interval, low end (percent).")
-    high = serializers.FloatField(help_text="95% Wilson interval, high end (percent).")
-
-
-class MovedRowSerializer(serializers.Serializer):
-    key = serializers.CharField(help_text="`state:host_sync`, `category:sync`, `self:FRAME`…")
-    kind = serializers.CharField(
-        help_text="state, function (of the user's code), category, self or total."
-    )
-    name = serializers.CharField(help_text="The state, function, category or frame.")
-    before = ShareSideSerializer(help_text="The baseline's share.")
-    after = ShareSideSerializer(help_text="This capture's share.")
-    delta_points = serializers.FloatField(help_text="After minus before, in points.")
-    delta_low = serializers.FloatField(help_text="95% Newcombe interval of the change, low.")
-    delta_high = serializers.FloatField(help_text="95% Newcombe interval of the change, high.")
-    p_value = serializers.FloatField(help_text="Two-proportion z-test, two-sided.")
-    q_value = serializers.FloatField(help_text="Benjamini–Yekutieli adjusted p-value.")
-    bound = serializers.CharField(
-        help_text="exact, or `before below`/`after below` (a frame absent from a top list)."
-    )
-    moved = serializers.BooleanField(help_text="Significant and at least the minimum effect.")
-    aliases = serializers.ListField(
-        child=serializers.CharField(), help_text="Other rows counting the very same samples."
-    )
-    where = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        help_text="The user's code it points at: a function's line, a state's top caller.",
-    )
-    line = serializers.CharField(help_text="The row as messages and pages say it.")
+ShareSideSerializer = typed(
+    comparing.ShareSide,
+    {
+        "samples": "Samples in the row (a bound when listed so).",
+        "total": "Samples of the capture.",
+        "percent": "The share, in percent.",
+        "low": "95% Wilson interval, low end (percent).",
+        "high": "95% Wilson interval, high end (percent).",
+    },
+)
+MovedRowSerializer = typed(
+    regression.Row,
+    {
+        "key": "`state:host_sync`, `category:sync`, `self:FRAME`…",
+        "kind": "state, function (of the user's code), category, self or total.",
+        "name": "The state, function, category or frame.",
+        "before": "The baseline's share.",
+        "after": "This capture's share.",
+        "delta_points": "After minus before, in points.",
+        "delta_low": "95% Newcombe interval of the change, low.",
+        "delta_high": "95% Newcombe interval of the change, high.",
+        "p_value": "Two-proportion z-test, two-sided.",
+        "q_value": "Benjamini–Yekutieli adjusted p-value.",
+        "bound": "exact, or `before below`/`after below` (a frame absent from a top list).",
+        "moved": "Significant and at least the minimum effect.",
+        "aliases": "Other rows counting the very same samples.",
+        "line": "The row as messages and pages say it.",
+    },
+    name="MovedRow",
+    hints={"line": str},
+    optional=("where",),  # judgements stored before rows pointed at the user's code
+)
 
 
 class JudgementSerializer(serializers.Serializer):
@@ -51,9 +59,10 @@ class JudgementSerializer(serializers.Serializer):
     baseline = serializers.IntegerField(
         allow_null=True, help_text="The baseline it was judged against."
     )
-    verdict = serializers.CharField(
+    verdict = serializers.ChoiceField(
+        Judgement.Verdict.choices,
         help_text="changed, unchanged, too few samples (nothing said), no baseline, or not "
-        "comparable (the settings differ from the baseline's; `reason` says how)."
+        "comparable (the settings differ from the baseline's; `reason` says how).",
     )
     scope = serializers.CharField(
         allow_blank=True,
@@ -67,23 +76,29 @@ class JudgementSerializer(serializers.Serializer):
     judged_at = serializers.DateTimeField(help_text="When.")
 
 
-class ShiftSerializer(serializers.Serializer):
-    key = serializers.CharField(help_text="The share that shifted.")
-    index = serializers.IntegerField(help_text="Position of the first capture after the shift.")
-    capture = serializers.IntegerField(help_text="That capture's id.")
-    before_mean = serializers.FloatField(help_text="Mean share before it (percent).")
-    after_mean = serializers.FloatField(help_text="Mean share from it on (percent).")
-    delta_points = serializers.FloatField(help_text="After minus before, in points.")
-    baseline_percent = serializers.FloatField(help_text="The share in the baseline.")
-    p_value = serializers.FloatField(help_text="Permutation p-value of the shift.")
-    q_value = serializers.FloatField(help_text="Benjamini–Yekutieli adjusted, across shares.")
-    permutations = serializers.IntegerField(help_text="Permutations drawn.")
-    significant = serializers.BooleanField(help_text="Significant and at least the minimum effect.")
+ShiftSerializer = typed(
+    SeriesShift,
+    {
+        "key": "The share that shifted.",
+        "index": "Position of the first capture after the shift.",
+        "capture": "That capture's id.",
+        "before_mean": "Mean share before it (percent).",
+        "after_mean": "Mean share from it on (percent).",
+        "delta_points": "After minus before, in points.",
+        "baseline_percent": "The share in the baseline.",
+        "p_value": "Permutation p-value of the shift.",
+        "q_value": "Benjamini–Yekutieli adjusted, across shares.",
+        "permutations": "Permutations drawn.",
+        "significant": "Significant and at least the minimum effect.",
+    },
+    name="Shift",
+    hints={"capture": int, "baseline_percent": float},  # added by the watch (judging.py)
+)
 
 
 class DeliverySerializer(serializers.Serializer):
     target = serializers.CharField(help_text="The target's name.")
-    status = serializers.CharField(help_text="pending, sending, retrying, sent or failed.")
+    status = serializers.ChoiceField(Delivery.Status.choices, help_text="Where it stands.")
     attempts = serializers.IntegerField(help_text="Tries so far.")
     error = serializers.CharField(help_text="The last failure's reason (URLs masked).")
     sent_at = serializers.DateTimeField(allow_null=True, help_text="When it was sent.")
@@ -95,9 +110,9 @@ class AlertSerializer(serializers.Serializer):
     label = serializers.CharField(help_text="The row, readable.")
     direction = serializers.ChoiceField(["up", "down"], help_text="Which way it moved.")
     source = serializers.ChoiceField(
-        ["pair", "series"], help_text="Capture vs baseline, or a shift in the series."
+        Alert.Source.choices, help_text="Capture vs baseline, or a shift in the series."
     )
-    status = serializers.CharField(help_text="open, acknowledged, resolved or rebaselined.")
+    status = serializers.ChoiceField(Alert.Status.choices, help_text="Where it stands.")
     line = serializers.CharField(help_text="The change as the message said it.")
     capture = serializers.IntegerField(allow_null=True, help_text="The capture that opened it.")
     opened_at = serializers.DateTimeField(help_text="When it opened.")
@@ -149,6 +164,8 @@ def watch_list(request_serializer):
         tags=WATCHES,
         listed=WatchSerializer(many=True),
         list_summary="Every regression watch",
+        list_description="Each with its latest judgement, the shifts its series test found "
+        "and how many alerts are open.",
         request=request_serializer,
         created=WatchSerializer,
         summary="Watch a rank against a baseline capture",
@@ -158,19 +175,29 @@ def watch_list(request_serializer):
     )
 
 
+@extend_schema_field(resolve_type_hint(list[int] | Literal["all"]))
+class AcknowledgeField(serializers.JSONField):
+    """Alert ids, or "all" (the view reads it as JSON: either is valid)."""
+
+
 def watch_detail(request_serializer):
+    class WatchUpdateSerializer(request_serializer):
+        acknowledge = AcknowledgeField(required=False, help_text='Alert ids, or "all".')
+
     return combine(
         read_and_change(
             tags=WATCHES,
             shown=WatchSerializer,
             read_summary="One watch with its alerts",
-            request=request_serializer,
+            read_description="The watch, its latest 50 alerts and their deliveries.",
+            request=WatchUpdateSerializer,
             summary="Change, snooze or acknowledge",
             description="A new baseline closes the alerts and starts a new series.",
         ),
         extend_schema(
             methods=["DELETE"],
             summary="Delete a watch",
+            description="Its judgements and alerts go with it.",
             responses={204: None, **errors(401, 403, 404)},
             tags=WATCHES,
         ),

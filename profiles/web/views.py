@@ -23,7 +23,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from config.middleware import refusal
 from config.params import parse_id, query_id, query_page
 from profiles.captures import redact, services
-from profiles.captures.selectors import capture_rows, launch_context
+from profiles.captures.selectors import capture_rows, launch_context, with_row_states
+from profiles.compare.lens import capture_set_name
 from profiles.models import Capture, Comment, Keyword, KeywordSet
 from profiles.storage import downloads
 from profiles.storage.uploads import UploadTooLarge
@@ -82,6 +83,7 @@ def capture_list(request):
     page = Paginator(_filtered_captures(request.GET), CAPTURES_PER_PAGE).get_page(
         query_page(request.GET)
     )
+    page.object_list = with_row_states(page.object_list)
     try:
         compare_with = str(parse_id(request.GET.get("compare", ""), name="compare"))
     except ValidationError:
@@ -113,7 +115,9 @@ def capture_rows_newer(request):
     (a table's newest), newest first, so tables add new captures without a reload.
     `show_run=1` and `pick=1` ask for the run column and the compare box."""
     after = query_id(request.GET, "after") or 0
-    captures = _filtered_captures(request.GET).filter(pk__gt=after)[:CAPTURES_PER_PAGE]
+    captures = with_row_states(
+        _filtered_captures(request.GET).filter(pk__gt=after)[:CAPTURES_PER_PAGE]
+    )
     context = {
         "captures": captures,
         "show_run": request.GET.get("show_run") == "1",
@@ -165,6 +169,8 @@ def capture_detail(request, pk: int):
         "can_remove_comments": can_remove_any_comment(request.user),
         "tags_text": " ".join(t.name for t in capture.tags.all()),
         "keyword_sets": KeywordSet.objects.all(),
+        # Categories and keywords are a lens the user picked: labelled with its set.
+        "lens": capture_set_name(capture.keyword_set),
         "ks_mismatch": wanted_ks is not None and wanted_ks != capture.keyword_set_id,
         "can_launch": can_launch(request.user),
         "page_data": {

@@ -5,14 +5,20 @@ profiles imports runs, never the reverse; their URLs keep the `runs:` names
 """
 
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
-from django.db.models.fields.json import KT
+from django.db.models import Count, JSONField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KT, KeyTransform
 from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from config.params import query_id, query_page
-from profiles.captures.selectors import capture_rows, launch_context, launch_groups
+from profiles.captures.selectors import (
+    capture_rows,
+    launch_context,
+    launch_groups,
+    row_states,
+    with_row_states,
+)
 from profiles.compare.sparklines import spark_series, sparkline
 from profiles.jobs.services import group_summary
 from profiles.models import Capture
@@ -80,7 +86,53 @@ def run_list(request):
 
 def _recent_groups(run) -> list[dict]:
     groups = run.capture_groups.prefetch_related("captures")[:5]
-    return [{"group": g, **group_summary(g)} for g in groups]
+    return [{"group": g, **group_summary(g), "states": _job_states(g)} for g in groups]
+
+
+def _job_states(group) -> dict | None:
+    """A whole-job capture's step-thread states, the mean of its ranks' as its stored
+    report has them (the words of its page's "What the job says"); None before the
+    report is stored, and for a whole-job dump."""
+    ranks = [r for r in (group.job_report or {}).get("ranks") or [] if r.get("samples")]
+    if not ranks:
+        return None
+    mean: dict[str, float] = {}
+    for rank in ranks:
+        for s in rank.get("states") or []:
+            mean[s["state"]] = mean.get(s["state"], 0.0) + s["percent"] / len(ranks)
+    states = [{"state": state, "percent": round(p, 2)} for state, p in mean.items() if p > 0]
+    found = row_states({"states": states})
+    if found:
+        found["who"] = f"step threads, mean of {len(ranks)} rank{'s' if len(ranks) != 1 else ''}"
+    return found
+
+
+def _with_latest(processes: QuerySet) -> QuerySet:
+    """Processes with their latest done capture (not a dump): its id and what its
+    states are read from, in the processes' own query (subqueries, no query more)."""
+    newest = (
+        Capture.objects.filter(process=OuterRef("pk"), status=Capture.Status.DONE)
+        .exclude(kind=Capture.Kind.DUMP)
+        .order_by("-queued_at", "-pk")
+    )
+
+    def stored(key: str) -> Subquery:
+        value = newest.annotate(value=KeyTransform(key, "stats")).values("value")[:1]
+        return Subquery(value, output_field=JSONField())
+
+    return processes.annotate(
+        latest_pk=Subquery(newest.values("pk")[:1]),
+        latest_step_threads=stored("step_threads"),
+        latest_states=stored("states"),
+    )
+
+
+def _latest_capture(process) -> dict | None:
+    """The process's latest done capture and its states (row_states), for its row."""
+    if process.latest_pk is None:
+        return None
+    states = row_states(process.latest_step_threads, process.latest_states)
+    return {"pk": process.latest_pk, "states": states}
 
 
 @require_GET
@@ -88,15 +140,18 @@ def run_detail(request, pk: int):
     run = run_selectors.run_for_user(user=request.user, pk=pk)
     # The current process of each role first; replaced ones (earlier launches) after.
     processes = sorted(
-        run.processes.select_related("host", "launch", "replaced_by"),
+        _with_latest(run.processes.select_related("host", "launch", "replaced_by")),
         key=lambda p: (p.replaced, p.role, p.pid),
     )
+    for p in processes:
+        p.latest = _latest_capture(p)
     captures = capture_rows(Capture.objects.filter(run=run))
     if tag := request.GET.get("tag"):
         captures = captures.filter(tags__name=tag)
     page = Paginator(captures.order_by("-queued_at"), CAPTURES_PER_PAGE).get_page(
         query_page(request.GET)
     )
+    page.object_list = with_row_states(page.object_list)
     pairs = Q(process__run=run)
     for p in processes:
         pairs |= Q(host_id=p.host_id, pid=p.pid)
@@ -146,7 +201,7 @@ def host_list(request):
 def host_detail(request, pk: int):
     host = run_selectors.host_for_user(user=request.user, pk=pk)
     captures = capture_rows(Capture.objects.filter(host=host)).order_by("-queued_at")
-    captures = captures[:HOST_CAPTURES]
+    captures = with_row_states(captures[:HOST_CAPTURES])
     context = {
         "host": host,
         "captures": captures,

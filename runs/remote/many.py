@@ -63,7 +63,10 @@ for p in @PIDS@; do
   ) 3<&- &
   taggers="$taggers $!"
   eval "flag=\\$fd_flag_$p"
-  "$PYSPY" record --pid "$p" @FLAGS@ $flag -o "$dir/$p.out" >"$dir/$p.fifo" 2>"$dir/$p.err" 3<&- &
+  # py_spy=warn: each failed sample is named with its PID on stderr, so a child's
+  # (a DataLoader worker's, with --subprocesses) are not taken for the rank's.
+  RUST_LOG=py_spy=warn "$PYSPY" record --pid "$p" @FLAGS@ $flag -o "$dir/$p.out" \
+    >"$dir/$p.fifo" 2>"$dir/$p.err" 3<&- &
   echo "$!" >"$dir/$p.spy"
   spies="$spies $!"
 done

@@ -43,10 +43,35 @@
     cell("samples").title = "";
     const verdict = stats.lag && stats.lag.verdict;
     cell("lag").replaceChildren(verdict ? el("span", { class: `badge verdict-${verdict}` }, verdict) : el("span", { class: "muted" }, "–"));
-    const first = (stats.categories || [])[0];
-    cell("categories").replaceChildren(first
-      ? el("span", { class: "catlabel" }, `${first.category} ${first.percent.toFixed(1)}%`)
-      : el("span", { class: capture.status === "failed" ? "error small" : "muted" }, capture.status === "failed" ? (capture.error || "failed") : "–"));
+    const states = rowStates(stats);
+    cell("states").replaceChildren(...(states
+      ? [stateBar(states), el("span", { class: "catlabel statelabel" }, `${states.top[0]} ${states.top[1].toFixed(1)}%`)]
+      : [el("span", { class: capture.status === "failed" ? "error small" : "muted" }, capture.status === "failed" ? (capture.error || "failed") : "–")]));
+  }
+
+  // The row's states, as the server renders them (profiles/captures/selectors.py
+  // row_states): the step threads', else every thread's for an older analysis.
+  const STATES = ["compute", "gpu_launch", "gpu_sync", "host_sync", "allocator", "collective", "data_wait", "backpressure", "gil", "idle", "unknown"];
+  function rowStates(stats) {
+    const step = stats.step_threads || {};
+    let who = (step.names || []).length ? `step thread${step.names.length === 1 ? "" : "s"}: ${step.names.slice(0, 3).join(", ")}` : "step threads";
+    let shares = (step.states || []).filter((s) => s.percent > 0);
+    if (!shares.length) { shares = (stats.states || []).filter((s) => s.samples && s.percent > 0); who = "all threads"; }
+    shares = shares.filter((s) => STATES.includes(s.state));
+    if (!shares.length) return null;
+    const top = [...shares].sort((a, b) => b.percent - a.percent);
+    const title = `${who}: ${top.slice(0, 4).map((s) => `${s.state} ${s.percent.toFixed(1)}%`).join(" · ")}`;
+    return { shares, title, top: [top[0].state, top[0].percent] };
+  }
+
+  function stateBar(states) {
+    const bar = el("div", { class: "statebar small", role: "img", title: states.title, "aria-label": states.title });
+    for (const s of states.shares) {
+      const seg = el("span", { class: `seg st-${s.state}`, "data-state": s.state });
+      seg.style.width = `${Math.min(100, s.percent)}%`;
+      bar.append(seg);
+    }
+    return bar;
   }
 
   function newest() {

@@ -72,7 +72,8 @@
       const isStraggler = straggler != null && straggler === row.url;
       const main = el("tr", { "data-capture": String(row.id), "data-status": row.status, class: isStraggler ? "outlier" : "" },
         el("td", {}, el("a", { href: row.url }, row.label), isStraggler ? el("span", { class: "badge verdict-degraded straggler-badge", title: "the rank the others wait for: see “What the job says”" }, "straggler") : null,
-          row.python_only ? el("span", { class: "badge verdict-degraded python-only", title: row.note || "" }, "Python-only") : null),
+          row.python_only ? el("span", { class: "badge verdict-degraded python-only", title: row.note || "" }, "Python-only") : null,
+          row.workers ? el("span", { class: "muted small workers-note", title: "its DataLoader workers, sampled with it (see “DataLoader workers of the ranks”); not in its numbers" }, ` + ${row.workers} worker${row.workers === 1 ? "" : "s"}`) : null),
         statusCell(row),
         el("td", { class: "num", "data-cell": "elapsed", title: row.attaching ? ATTACHING_TITLE : null }, elapsedText(row)),
         lagCell(row),

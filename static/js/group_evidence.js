@@ -41,7 +41,9 @@
     const what = item.state ? [ev.label(item.state), " at ", el("code", {}, item.frame)] : ["in ", el("code", {}, item.function || item.frame)];
     return el("li", {}, el("strong", {}, `${straggler.name}: +${item.delta} pts`), ` [${item.interval[0]}, ${item.interval[1]}] `, ...what,
       el("span", { class: "muted small" }, ` — ${item.percent}% of its step, ${item.others_percent}% on the other ranks · `),
-      ...frameLinks(report, straggler.name, item.frame));
+      ...frameLinks(report, straggler.name, item.frame),
+      // A data_wait item: what the rank's DataLoader workers do meanwhile.
+      item.workers ? el("div", { class: "small workers-told" }, ...ev.richText(item.workers.text)) : null);
   }
 
   function straggler(report) {
@@ -125,6 +127,29 @@
     return el("details", { class: "rankdetails", open: (report.ranks || []).length <= RANKS_OPEN }, el("summary", {}, title), el("div", { class: "tablewrap" }, table), missing);
   }
 
+  // Each rank's DataLoader workers (its child processes, sampled with --subprocesses):
+  // the rank's own, never ranks, and never in its states; their shares are of the
+  // workers' own samples (of their time, with --idle).
+  function workers(report) {
+    const withWorkers = (report.ranks || []).filter((rank) => rank.workers);
+    if (!withWorkers.length) return null;
+    const plural = (w) => (w.dataloader ? (w.count === 1 ? "DataLoader worker" : "DataLoader workers") : (w.count === 1 ? "child process" : "child processes"));
+    const rows = withWorkers.map((rank) => {
+      const w = rank.workers;
+      const top = (w.functions || []).map((f) => el("li", {}, el("code", {}, f.frame), ` ${ev.pct(f.percent)}`));
+      return el("tr", { "data-workers-of": rank.name },
+        el("td", {}, rankLink(report, rank.name)),
+        el("td", { class: "num", title: `${w.processes_seen} sampled over the window (workers respawned every epoch each count)` }, `${w.count} ${plural(w)}`),
+        el("td", {}, top.length ? el("ul", { class: "plain small worker-functions" }, ...top) : el("span", { class: "muted" }, "none of your code")),
+        el("td", { class: "num", title: "waiting for work, in torch's worker loop" }, ev.pct(w.outside_percent)),
+        el("td", { class: "num", title: "py-spy attaches to a new worker within about a second: workers respawned often are seen less" }, w.sampled_percent == null ? "—" : ev.pct(w.sampled_percent)));
+    });
+    const head = el("tr", {}, el("th", {}, "rank"), el("th", { class: "num" }, "workers"), el("th", {}, "your functions they are in"), el("th", { class: "num" }, "outside your code"), el("th", { class: "num" }, "of their time sampled"));
+    return el("div", { id: "job-workers" }, el("h3", {}, "DataLoader workers of the ranks"),
+      el("p", { class: "muted small" }, "Each rank's child processes, sampled with it: shares of the workers' own samples; the rank's states above count the rank alone."),
+      el("div", { class: "tablewrap" }, el("table", { class: "dense workers-table" }, el("thead", {}, head), el("tbody", {}, ...rows))));
+  }
+
   function windowNote(report) {
     if (report.same_window) return null;
     const skew = report.start_skew_s == null ? "" : ` (start skew ${report.start_skew_s} s)`;
@@ -144,7 +169,7 @@
     if (box.dataset.key === key) return; // the live poll redraws only what changed
     box.dataset.key = key;
     box.replaceChildren(...[windowNote(report), hiddenNote(report), el("h3", {}, "Findings"), findings(report), el("h3", {}, "Straggler"), straggler(report),
-      el("h3", {}, "Ranks that behave alike"), classes(report), ranks(report)].filter(Boolean));
+      el("h3", {}, "Ranks that behave alike"), classes(report), ranks(report), workers(report)].filter(Boolean));
     box.dataset.ready = "1";
   }
 

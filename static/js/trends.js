@@ -1,10 +1,12 @@
 // Share trends: draws every `.trend-chart[data-trend-url]` on the page from its JSON
 // ({series: [{key, name, kind, shown, reason, points: [{at, percent, low, high, url,
-// label, lag, scheduled}]}], view?, categories?, ranks?}). One path per series, and a
-// series is one rank, the whole job or (for one rank) one category: no path joins two
-// ranks. With many ranks a picker chooses which are drawn (the server marks a few
-// `shown`); the run chart's select switches between "a category, a line per rank" and
-// "a rank, a line per category". Text goes in via textContent / .text() only.
+// label, lag, scheduled}]}], measure?, measures?, label?, view?, names?, ranks?}). One
+// path per series, and a series is one rank, the whole job or (for one rank) one state
+// or category: no path joins two ranks. With many ranks a picker chooses which are drawn
+// (the server marks a few `shown`). The run chart plots the step threads' states unless
+// the user picks the keyword lens (labelled as one, naming its sets), and its select
+// switches between "a state, a line per rank" and "a rank, a line per state". Text goes
+// in via textContent / .text() only.
 (function () {
   "use strict";
   const el = window.flamedeck.el;
@@ -38,11 +40,19 @@
     return lines.join("\n");
   }
 
+  // A line per state takes the state's colour (base.css), as on every state bar.
+  function stateColour(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue(`--st-${name}`).trim();
+  }
+
   function colours(series) {
     const palette = d3.schemeTableau10;
     const map = new Map();
     let next = 0;
-    for (const s of series) map.set(s.key, s.kind === "job" ? JOB_COLOUR : palette[next++ % palette.length]);
+    for (const s of series) {
+      const own = s.kind === "state" ? stateColour(s.name) : "";
+      map.set(s.key, s.kind === "job" ? JOB_COLOUR : own || palette[next++ % palette.length]);
+    }
     return (key) => map.get(key);
   }
 
@@ -156,22 +166,38 @@
     return el("details", { class: "series-picker" }, summary, actions, list);
   }
 
-  // The run chart: one category with a line per rank, or one rank with a line per category.
+  // The run chart: one state (or category) with a line per rank, or one rank with a
+  // line per state (or category).
   function viewSelect(container, data) {
+    const noun = data.measure === "category" ? "category" : "state";
     const options = (label, items, prefix) => el("optgroup", { label },
       ...items.map((item) => el("option", { value: prefix + item.value }, item.text)));
     const select = el("select", { class: "trend-view", "aria-label": "What to plot" },
-      options("A category, a line per rank:", data.categories.map((c) => ({ value: c, text: c })), "category="),
-      options("A rank, a line per category:", data.ranks.map((r) => ({ value: r.key, text: r.name })), "series="));
-    select.value = data.view.by === "rank" ? "category=" + data.view.category : "series=" + data.view.series;
+      options(`A ${noun}, a line per rank:`, data.names.map((c) => ({ value: c, text: c })), "name="),
+      options(`A rank, a line per ${noun}:`, data.ranks.map((r) => ({ value: r.key, text: r.name })), "series="));
+    select.value = data.view.by === "rank" ? "name=" + data.view.name : "series=" + data.view.series;
     select.addEventListener("change", () => {
       const [param, ...rest] = select.value.split("=");
-      const url = new URL(container.dataset.trendUrl, window.location.href);
-      url.search = "";
-      url.searchParams.set(param, rest.join("="));
-      load(container, url.pathname + url.search);
+      reload(container, data.measure, param, rest.join("="));
     });
     return el("label", { class: "trend-view-label" }, "Plot ", select);
+  }
+
+  // States, or the keyword lens: a choice the user makes, labelled with the set's name.
+  function measureSelect(container, data) {
+    const select = el("select", { class: "trend-measure", "aria-label": "Measure" },
+      ...data.measures.map((m) => el("option", { value: m.value }, m.label)));
+    select.value = data.measure;
+    select.addEventListener("change", () => reload(container, select.value));
+    return el("label", { class: "trend-view-label" }, "Measure ", select);
+  }
+
+  function reload(container, measure, param, value) {
+    const url = new URL(container.dataset.trendUrl, window.location.href);
+    url.search = "";
+    if (measure && measure !== "state") url.searchParams.set("measure", measure);
+    if (param) url.searchParams.set(param, value);
+    load(container, url.pathname + url.search);
   }
 
   function drawChart(box, state) {
@@ -190,6 +216,7 @@
 
   function emptyText(data) {
     if (data.unknown) return `Unknown ${data.kind} “${data.name}”: pick one from the list.`;
+    if (data.measure === "state" || data.kind === "state") return "No finished captures with step-thread states yet (a capture analysed before they were stored shows them once re-analysed; its keyword lens is in the Measure list).";
     return "No finished captures with samples yet.";
   }
 
@@ -197,8 +224,10 @@
     container.replaceChildren();
     const withPoints = (data.series || []).filter((s) => s.points.length);
     const controls = el("div", { class: "trend-controls" });
-    if (data.view && (data.categories.length || data.ranks.length)) controls.append(viewSelect(container, data));
+    if (data.measures) controls.append(measureSelect(container, data));
+    if (data.view && (data.names.length || data.ranks.length)) controls.append(viewSelect(container, data));
     container.append(controls);
+    if (data.label && data.measures) container.append(el("p", { class: "muted small trend-lens", "data-measure": data.measure }, data.label));
     if (!withPoints.length) {
       container.append(el("p", { class: "muted trend-empty" }, emptyText(data)));
       container.dataset.state = "empty";

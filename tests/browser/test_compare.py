@@ -115,12 +115,16 @@ def test_a_trend_point_opens_its_capture(page, live_server):
     page.wait_for_url(f"**/captures/{latest.pk}/")
 
 
-def test_the_run_page_charts_category_shares_and_marks_lag_and_schedule(page, live_server):
+def test_the_run_page_charts_a_picked_keyword_lens_and_marks_lag_and_schedule(page, live_server):
     run = Run.objects.create(name="trended")
     make_capture(2000, 620, run=run, minutes_ago=30)
     lagging = make_capture(2000, 400, run=run, minutes_ago=20, lag={"verdict": "degraded"})
     scheduled = make_capture(2000, 100, run=run, minutes_ago=10, scheduled=True)
     page.goto(f"{live_server.url}/runs/{run.pk}/")
+    # These captures stored no states (analysed before them): the chart says so.
+    expect(page.locator("#trends .trend-empty")).to_contain_text("step-thread states")
+    page.locator("#trends select.trend-measure").select_option("category")
+    expect(page.locator("#trends .trend-lens")).to_contain_text("Keyword lens: ")
     page.wait_for_selector("#trends [data-state=ready]")
     sync = page.locator('#trends g.series[data-series="sync"]')
     assert sync.locator("a.point").count() == 3

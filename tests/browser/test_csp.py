@@ -13,6 +13,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from profiles.models import Capture, KeywordSet
 from runs.models import Host, HostChange
+from tests import factories
 from tests.browser.test_screenshots import data  # noqa: F401 - realistic pages
 from tests.support.browser import logged_in_context
 
@@ -135,6 +136,8 @@ def test_no_page_violates_the_content_security_policy(
         f"/compare/?a={straggler_rank.pk}&b={real.pk}",
         f"{straggler_rank.get_absolute_url()}?frame=metric_per_sample%20(train.py%3A88)",
     ]
+    # A capture with time, a window of it open: strips, brush, the window's flamegraph.
+    explicit.append(factories.timed_capture().get_absolute_url() + "?from=5.7&to=6.3")
     client.force_login(root)
     context = logged_in_context(chromium, client, live_server.url)
     context.add_init_script(LISTEN)

@@ -253,7 +253,9 @@ def test_capture_rows_follow_a_running_capture_after_a_reload(open_tab, teammate
     expect(row.locator("[data-cell=status]")).to_have_text("Done")
     expect(samples).to_have_text("200")  # the result's samples, no longer called rounds
     expect(samples).to_have_attribute("title", "")
-    expect(row.locator("[data-cell=categories]")).to_contain_text("comm 75.0%")
+    # The step threads' states, as the capture page's headline has them; not the lens.
+    expect(row.locator("[data-cell=states]")).to_contain_text("collective 75.0%")
+    expect(row.locator("[data-cell=states]")).not_to_contain_text("comm")
 
 
 def dead_pid() -> int:

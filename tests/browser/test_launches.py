@@ -38,7 +38,11 @@ def relaunched():
     old = RunProcess.objects.get(pid=first.pid)
     RunProcess.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=1))
     factories.done_capture(
-        run=run, process=old, shares={"sync": 30.0}, at=factories.minutes_ago(50)
+        run=run,
+        process=old,
+        shares={"sync": 30.0},
+        step={"host_sync": 30.0},
+        at=factories.minutes_ago(50),
     )
     first.kill()
     first.wait()
@@ -46,7 +50,9 @@ def relaunched():
     services.run_register(user=None, run_name="job", host=local, pid=second.pid,
                           role="rank-0", launch="b")  # fmt: skip
     new = RunProcess.objects.get(pid=second.pid)
-    factories.done_capture(run=run, process=new, shares={"sync": 5.0}, at=timezone.now())
+    factories.done_capture(
+        run=run, process=new, shares={"sync": 5.0}, step={"host_sync": 5.0}, at=timezone.now()
+    )
     yield run, old, new
     second.kill()
     second.wait()

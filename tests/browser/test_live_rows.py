@@ -32,10 +32,14 @@ def test_a_capture_queued_elsewhere_appears_on_the_run_page_and_follows_to_done(
         "data-capture", str(capture.pk)
     )
     expect(row.locator("[data-cell=status]")).to_contain_text("Queued")
-    Capture.objects.filter(pk=capture.pk).update(
-        status=Capture.Status.DONE, stats=share_stats({"gil": 42.0})
-    )
-    expect(row.locator("[data-cell=categories]")).to_contain_text("gil 42.0%", timeout=WAIT_MS)
+    # Done: the row shows the step threads' states, never the keyword lens beside them.
+    stats = share_stats({"comm": 66.7}, step={"collective": 60.0})
+    Capture.objects.filter(pk=capture.pk).update(status=Capture.Status.DONE, stats=stats)
+    cell = row.locator("[data-cell=states]")
+    expect(cell).to_contain_text("collective 60.0%", timeout=WAIT_MS)
+    expect(cell.locator(".statebar .seg.st-collective")).to_have_count(1)
+    expect(cell.locator(".statebar .seg.st-compute")).to_have_count(1)
+    expect(cell).not_to_contain_text("comm")
 
 
 def test_the_captures_list_takes_in_a_new_capture_with_its_compare_box(open_tab, teammate):

@@ -5,7 +5,10 @@ job with host syncs planted, and one whose rank 3 is the planted straggler), ana
 by the real pipeline. Also a check that every page renders without JavaScript errors
 at a laptop width."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from profiles.captures import pipeline, services
 from profiles.models import Capture
@@ -22,7 +25,7 @@ LINES = [
     T0 + "41);forward (model.py:120);Linear.forward (torch/nn/modules/linear.py:134);"
     "cuLaunchKernel (libcuda.so.1) 410",
     T0 + "41);forward (model.py:120);attention (model.py:77);cuLaunchKernel (libcuda.so.1) 220",
-    T0 + "45);loss.item (train.py:45);_local_scalar_dense (libtorch_cuda.so);"
+    T0 + "45);loss.item (train.py:45);at::native::_local_scalar_dense_cuda (libtorch_cuda.so);"
     "cuStreamSynchronize (libcuda.so.1) 930",
     T0 + "43);backward (torch/_tensor.py:521);run_backward (libtorch.so);"
     "0x7fc0eb8a71f5 (libc.so.6) 380",
@@ -31,7 +34,10 @@ LINES = [
     "get (queue.py:180);wait (threading.py:331);pthread_cond_timedwait (libc.so.6) 300",
     "thread (5072): loader-0;_worker_loop (torch/utils/data/_utils/worker.py:308);"
     "collate (data.py:31);decode_jpeg (libjpeg.so.8) 240",
-    "thread (5073): nccl-watchdog;ncclCommWatchdog (libnccl.so.2);futex_wait (libc.so.6) 120",
+    # py-spy sees Python threads only (NCCL's own watchdog is a C++ thread it never shows).
+    "thread (5073): event-writer;run (threading.py:1010);_run (tensorboard/summary/writer/"
+    "event_file_writer.py:244);get (queue.py:180);wait (threading.py:331);"
+    "pthread_cond_timedwait (libc.so.6) 120",
 ]
 TRAINING = "\n".join(LINES) + "\n"
 
@@ -100,7 +106,7 @@ def data(owner, teammate, monkeypatch):
         )
     p0 = RunProcess.objects.create(run=run, host=host, pid=5066, role="target-0")
     RunProcess.objects.create(run=run, host=host, pid=5067, role="target-1")
-    Capture.objects.bulk_create(
+    made = Capture.objects.bulk_create(
         Capture(
             run=run,
             process=p0,
@@ -112,6 +118,10 @@ def data(owner, teammate, monkeypatch):
         )
         for j in range(10)
     )
+    # Taken over the last few hours, not all in one instant: the trend has a time axis.
+    for j, done in enumerate(made):
+        at = timezone.now() - timedelta(minutes=20 * (11 - j))
+        Capture.objects.filter(pk=done.pk).update(queued_at=at, finished_at=at)
     capture = imported(owner, raw=TRAINING, log=LAG_LOG.replace("100 times", "49 times"), run=run)
     Capture.objects.filter(pk=capture.pk).update(
         host=host, pid=5066, process=p0, kind=Capture.Kind.RECORD, rate=49, duration=30

@@ -51,12 +51,21 @@ def job_of_64():
     processes = ranked_processes(run, 64)
     processes[5].role = EVIL
     processes[5].save()
-    whole_job_capture(run, processes, [{"gil": 20, "sync": 5}] * 64, at=minutes_ago(90))
+
+    # Each capture's step thread spends as much in the gil state as its lens says.
+    def step(shares):
+        return [{"gil": s["gil"]} for s in shares]
+
+    before = [{"gil": 20, "sync": 5}] * 64
+    whole_job_capture(run, processes, before, step=step(before), at=minutes_ago(90))
     after = [{"gil": 20 + i % 4, "sync": 5} for i in range(64)]
     after[9] = {"gil": 55, "sync": 1}
-    whole_job_capture(run, processes, after, at=minutes_ago(60))
+    whole_job_capture(run, processes, after, step=step(after), at=minutes_ago(60))
     for minutes, rank, gil in [(40, 0, 25), (30, 3, 5), (20, 0, 38), (10, 3, 6)]:
-        done_capture(process=processes[rank], shares={"gil": gil}, at=minutes_ago(minutes))
+        process = processes[rank]
+        done_capture(
+            process=process, shares={"gil": gil}, step={"gil": gil}, at=minutes_ago(minutes)
+        )
     return run
 
 
@@ -81,15 +90,38 @@ def test_the_run_chart_draws_a_line_per_rank_and_a_few_of_64_at_first(
     assert page.evaluate("window.__xss") is None
 
 
-def test_the_run_chart_plots_one_rank_with_a_line_per_category(open_tab, teammate, job_of_64):
+def test_the_run_chart_plots_one_rank_with_a_line_per_state(open_tab, teammate, job_of_64):
     page = open_tab(teammate).goto(job_of_64.get_absolute_url())
     chart = page.locator("#trends .trend-chart[data-state='ready']")
+    expect(chart.locator(".trend-lens")).to_have_text("Thread states of the step threads")
     chart.locator("select.trend-view").select_option("series=role:rank-3")
-    expect(chart.locator("g.series[data-kind='category']")).to_have_count(2)
+    expect(chart.locator("g.series[data-kind='state']")).to_have_count(2)
+    # A line per state takes that state's colour, as every state bar does.
+    colour = chart.locator("g.series[data-series='gil'] path.line").get_attribute("stroke")
+    assert colour == page.evaluate(
+        "getComputedStyle(document.documentElement).getPropertyValue('--st-gil').trim()"
+    )
     gil = chart.locator("g.series[data-series='gil'] a.point")
     expect(gil).to_have_count(4)  # rank-3 in two whole-job captures and twice alone
     captures = [int(c) for c in gil.evaluate_all("(as) => as.map((a) => a.dataset.capture)")]
     assert {roles(job_of_64)[c] for c in captures} == {"rank-3"}
+
+
+def test_the_run_chart_plots_the_keyword_lens_only_when_picked_and_says_so(
+    open_tab, teammate, job_of_64
+):
+    page = open_tab(teammate).goto(job_of_64.get_absolute_url())
+    chart = page.locator("#trends .trend-chart[data-state='ready']")
+    expect(chart.locator("g.series[data-kind='category']")).to_have_count(0)
+    measure = chart.locator("select.trend-measure")
+    measure.select_option("category")
+    lens = "Keyword lens: built-in GPU set · categories"
+    expect(chart.locator(".trend-lens")).to_have_text(lens)
+    expect(chart.locator("select.trend-measure")).to_have_value("category")
+    chart.locator("select.trend-view").select_option("series=role:rank-3")
+    expect(chart.locator("g.series[data-kind='category']")).to_have_count(2)
+    expect(chart.locator(".trend-lens")).to_have_text(lens)  # the pick survives a new view
+    expect(chart.locator("g.series[data-series='sync']")).to_have_count(1)
 
 
 def test_cross_run_trends_follow_each_rank_and_never_join_two(open_tab, teammate):

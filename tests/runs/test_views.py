@@ -363,7 +363,7 @@ def test_the_run_list_is_paginated_with_latest_capture_and_sparkline_in_bounded_
         response = teammate_client.get(reverse("runs:run_list"))
     rows = response.context["rows"]
     assert len(rows) == 25 and rows[0]["latest"] is not None
-    assert rows[0]["spark"] and rows[0]["spark"]["lines"][0]["category"] == "sync"
+    assert rows[0]["spark"] and rows[0]["spark"]["lines"][0]["state"] == "compute"
     assert "<polyline" in response.content.decode()
 
 

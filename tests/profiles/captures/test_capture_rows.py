@@ -38,10 +38,12 @@ def test_the_run_table_asks_for_its_runs_captures_newer_than_its_newest(
     url = rows_url(teammate_client.get(run.get_absolute_url()).content.decode())
     assert url == f"{reverse('profiles:capture_rows')}?run={run.pk}&tag="
     done_capture(run=Run.objects.create(name="other"), shares={"sync": 1})  # not this run's
-    new = done_capture(process=process, shares={"sync": 7})
+    new = done_capture(process=process, shares={"sync": 7}, step={"host_sync": 7})
     html = teammate_client.get(url + f"&after={old[-1].pk}").content.decode()
     assert row_ids(html) == [new.pk]
-    assert "sync 7.0%" in html
+    # The row's states (its step threads'), as the server renders every row; no lens.
+    assert "compute 93.0%" in html and 'class="seg st-host_sync"' in html
+    assert "cat-" not in html and html.count("sync 7.0%") == html.count("host_sync 7.0%")
     assert reverse("runs:run_detail", args=[run.pk]) not in html  # no run column here
     assert teammate_client.get(url + f"&after={new.pk}").content.decode().strip() == ""
 

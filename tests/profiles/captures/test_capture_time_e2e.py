@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from profiles.models import Capture
 from profiles.pyspy.timetrack import load_track
 from tests.profiles.captures.test_capture_e2e import _api, _request_capture, _wait_for
 
@@ -74,9 +73,39 @@ def test_a_capture_keeps_its_time_and_finds_the_planted_period_on_the_jobs_clock
     assert abs(stall["duration_s"] - length) <= 0.3, (stall, length)
     assert "evaluate" in (stall.get("function") or ""), stall
 
-    # The API says so too.
+    # The API says so too, and gives the timeline and windows on the same clock.
     body = api.get(f"/api/captures/{capture_id}/").json()
     assert body["stats"]["time"]["available"] is True
+    line = api.get(f"/api/captures/{capture_id}/timeline/?bucket=0.5").json()
+    assert line["bucket_s"] == 0.5 and line["start"] == time_info["start"]
+    main = next(t for t in line["threads"] if t["name"] == "MainThread")
+    assert all(len(v) == len(main["dominant"]) for v in main["states"].values())
+    assert abs(len(main["dominant"]) * 0.5 - (time_info["end"] - time_info["start"])) <= 0.5
+
+    def evaluate_share(tree) -> float:
+        found, stack = 0, [tree]
+        while stack:
+            node = stack.pop()
+            if node["name"].startswith("evaluate ("):
+                found += node["value"]
+            else:
+                stack += node.get("children", [])
+        return found / tree["value"]
+
+    burst = inside[1]  # inside a burst, and between two: seconds since the first sample
+    b0, b1 = burst["burst_start"] - time_info["start"], burst["burst_end"] - time_info["start"]
+    quarter = (b1 - b0) / 4  # the middle half of the burst: placement is within ~0.3 s
+    during = api.get(
+        f"/api/captures/{capture_id}/flamegraph/?from={b0 + quarter}&to={b1 - quarter}"
+    )
+    gap = inside[2]["burst_start"] - time_info["start"]
+    between = api.get(f"/api/captures/{capture_id}/flamegraph/?from={b1 + 0.4}&to={gap - 0.4}")
+    assert during.status_code == between.status_code == 200, (during.content, between.content)
+    assert evaluate_share(during.json()) > 0.25 > evaluate_share(between.json())
+    window = api.get(f"/api/captures/{capture_id}/window/?from={b0}&to={b1}").json()
+    assert window["total_samples"] > 0 and {t["name"] for t in window["rest"]} >= {"MainThread"}
+    assert api.get(f"/api/captures/{capture_id}/window/?from=x&to=1").status_code == 400
+    assert api.get(f"/api/captures/{capture_id}/timeline/?bucket=0").status_code == 400
 
 
 def test_a_capture_without_idle_says_why_it_has_no_timeline(
@@ -91,5 +120,7 @@ def test_a_capture_without_idle_says_why_it_has_no_timeline(
     assert capture.stats["time"]["available"] is False
     assert "--idle" in capture.stats["time"]["reason"]
     assert not [f for f in capture.stats["findings"] if f["rule"] == "periodic_stall"]
+    answer = api.get(f"/api/captures/{capture_id}/timeline/")
+    assert answer.status_code == 409 and "--idle" in answer.json()["detail"]
     # Every aggregate is there as before: the raw text was split from speedscope.
     assert capture.raw_format == "raw" and capture.stats["total_samples"] > 20

@@ -26,7 +26,11 @@ def test_a_role_keeps_one_line_across_launches_and_the_boundaries_are_given(team
     RunProcess.objects.filter(pk=new.pk).update(created_at=timezone.now() - timedelta(minutes=20))
     for process, ago in ((old, 50), (old, 40), (new, 10)):
         factories.done_capture(
-            run=run, process=process, shares={"sync": 10.0}, at=factories.minutes_ago(ago)
+            run=run,
+            process=process,
+            shares={"sync": 10.0},
+            step={"compute": 100.0},
+            at=factories.minutes_ago(ago),
         )
     data = teammate_client.get(f"/runs/{run.pk}/trends.json?series=role:rank-0").json()
     lines = [s for s in data["series"] if s["points"]]

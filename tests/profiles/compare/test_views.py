@@ -9,7 +9,7 @@ from django.core.files.base import ContentFile
 from django.urls import reverse
 from django.utils import timezone
 
-from profiles.models import Capture
+from profiles.models import Capture, KeywordSet
 from runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -133,6 +133,28 @@ def test_a_teammate_sees_the_verdict_of_a_real_drop(
     assert "autocorrelated" in html and "optimistic" in html
 
 
+def test_categories_and_keywords_are_labelled_a_keyword_lens_naming_the_set(teammate_client, pair):
+    default = KeywordSet.objects.get(is_default=True)
+    Capture.objects.filter(pk__in=[c.pk for c in pair]).update(keyword_set=default)
+    html = teammate_client.get(compare_url(*pair)).content.decode()
+    lens = f'<span class="lenslabel">Keyword lens: {default.name} (default set)</span>'
+    for table in ("categories", "keywords"):
+        section = html.split(f'id="{table}"')[1].split("</section>")[0]
+        assert f"<h2>{lens} · {table}</h2>" in section and "not the product's words" in section
+    states = html.split('id="states"')[1].split("</section>")[0]
+    assert "<h2>Thread states</h2>" in states and "lenslabel" not in states
+
+
+def test_two_captures_of_different_keyword_sets_name_each_side_escaped(teammate_client, pair):
+    mine = KeywordSet.objects.create(name="<i>data</i>")
+    Capture.objects.filter(pk=pair[1].pk).update(keyword_set=mine)
+    html = teammate_client.get(compare_url(*pair)).content.decode()
+    assert (
+        "Keyword lens: built-in GPU set (before), &lt;i&gt;data&lt;/i&gt; (after)" in html
+        and "<i>data</i>" not in html
+    )
+
+
 def test_frame_names_are_escaped_on_the_page(teammate_client, pair):
     html = teammate_client.get(compare_url(*pair)).content.decode()
     assert "<b>evil</b>" not in html and "&lt;b&gt;evil&lt;/b&gt;" in html
@@ -224,7 +246,7 @@ def test_run_trends_give_one_series_per_category_in_time_order(
     new = make_capture(2000, 120, run=run, minutes_ago=5, scheduled=True)
     make_capture(2000, 1, minutes_ago=1)  # another run's capture stays out
     with django_assert_max_num_queries(6):
-        data = teammate_client.get(f"/runs/{run.pk}/trends.json").json()
+        data = teammate_client.get(f"/runs/{run.pk}/trends.json?measure=category").json()
     sync = next(s for s in data["series"] if s["name"] == "sync")
     assert [p["capture"] for p in sync["points"]] == [old.pk, lagging.pk, new.pk]
     assert [p["percent"] for p in sync["points"]] == [31.0, 20.0, 6.0]
@@ -294,3 +316,16 @@ def test_the_compare_page_reads_states_before_to_after_with_their_verdicts(teamm
     api = teammate_client.get(f"/api/compare/?a={before.pk}&b={after.pk}").json()
     row = next(r for r in api["states"] if r["name"] == "collective")
     assert (row["before"]["percent"], row["after"]["percent"]) == (62.0, 31.0)
+
+
+def test_the_trends_page_plots_a_state_by_default_and_labels_a_keyword_lens(teammate_client):
+    html = teammate_client.get("/trends/").content.decode()
+    assert 'State <span class="frame">compute</span>, share of the step threads\' samples' in html
+    assert "Thread states of the step threads · compute" in html
+    assert '<option value="state" selected>' in html
+    mine = KeywordSet.objects.create(name="<i>io</i>")
+    mine.keywords.create(keyword="read", category="sync")
+    lens = teammate_client.get("/trends/", {"kind": "category", "name": "sync"}).content.decode()
+    default = KeywordSet.objects.get(is_default=True).name
+    label = f"Keyword lens: &lt;i&gt;io&lt;/i&gt;, {default} (default set) · category sync"
+    assert label in lens and "a lens you picked" in lens and "<i>io</i>" not in lens

@@ -266,6 +266,17 @@ def test_the_page_shows_the_stored_report_of_a_real_straggler_job_with_links(
     assert all(len(s["user_callers"]) <= 1 for s in rank3["states"])
 
 
+def test_the_page_and_the_api_name_the_wait_model_of_the_report(teammate_client, monkeypatch):
+    """A gloo (CPU) job: collectives block the host, so the report counts them alone."""
+    group, _ = record_group(monkeypatch, "straggler")
+    api = teammate_client.get(f"/api/groups/{group.pk}/").json()
+    assert api["wait_model"]["kind"] == "blocking"
+    assert api["wait_model"]["waiting_states"] == ["collective"]
+    page = teammate_client.get(reverse("profiles:group_detail", args=[group.pk])).content.decode()
+    assert "Wait model: <strong>blocking</strong>" in page
+    assert api["wait_model"]["explanation"].split(":")[0] in page
+
+
 def test_the_page_reads_the_report_as_stored_and_never_reclassifies(teammate_client, monkeypatch):
     """Edit the stored report and the page follows it: nothing is recomputed on view,
     whatever the keyword sets or rules say today."""

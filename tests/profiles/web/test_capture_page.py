@@ -162,7 +162,8 @@ def test_ranks_of_one_whole_job_capture_are_one_whole_job_trend_point(teammate_c
     Capture.objects.filter(pk__in=[c.pk for c in ranks]).update(group=group)
     single = imported(teammate, run=run)
     url = reverse("compare:run_trends", args=[run.pk])
-    body = teammate_client.get(url, {"category": "sync"}).json()
+    body = teammate_client.get(url, {"name": "compute"}).json()
+    assert body["measure"] == "state" and body["view"]["name"] == "compute"
     job = next(s for s in body["series"] if s["key"] == "job")
     (point,) = job["points"]
     assert point["label"] == f"whole-job capture #{group.pk} (3 ranks)"
@@ -179,9 +180,15 @@ def test_trends_say_unknown_category_and_list_the_known_ones(teammate_client):
     assert "Unknown category “nonsense”" in html
     assert '<option value="sync">' in html
     data = teammate_client.get(reverse("compare:trends_data") + "?name=nonsense").json()
-    assert data["unknown"] is True
-    known = teammate_client.get(reverse("compare:trends_data") + "?name=sync").json()
-    assert known["unknown"] is False
+    assert data["unknown"] is True and data["kind"] == "state"
+    known = teammate_client.get(reverse("compare:trends_data") + "?kind=category&name=sync")
+    assert known.json()["unknown"] is False
+    # States are the default measure; a category is not a state.
+    assert teammate_client.get(reverse("compare:trends_data") + "?name=sync").json()["unknown"]
+    assert not teammate_client.get(reverse("compare:trends_data") + "?name=gil").json()["unknown"]
+    state = teammate_client.get(reverse("compare:trends") + "?name=nonsense").content.decode()
+    assert "Unknown state “nonsense”: not a thread state" in state
+    assert '<option value="collective">' in state and '<option value="sync">' not in state
 
 
 # --- numbers that agree -------------------------------------------------------------------
@@ -348,7 +355,8 @@ def test_mean_trends_weigh_a_whole_job_capture_as_one_capture_not_one_per_rank(
     ranks = [imported(teammate, run=run, raw=SYNC_HALF) for _ in range(4)]
     Capture.objects.filter(pk__in=[c.pk for c in ranks]).update(group=group)
     imported(teammate, run=run, raw=NO_SYNC)  # one capture on its own, 0% sync
-    data = teammate_client.get(reverse("compare:trends_data") + "?name=sync&mode=mean").json()
+    query = "?kind=category&name=sync&mode=mean"
+    data = teammate_client.get(reverse("compare:trends_data") + query).json()
     (point,) = data["series"][0]["points"]
     # (50 + 0) / 2, not (4 x 50 + 0) / 5 = 40: the four ranks are one capture.
     assert (point["percent"], point["low"], point["high"]) == (25.0, 0.0, 50.0)
@@ -388,3 +396,21 @@ def test_the_diff_tree_answers_json_for_missing_or_bad_ids(teammate_client):
     missing = teammate_client.get(url + "?a=999999&b=999998")
     assert missing.status_code == 404 and "No capture" in missing.json()["detail"]
     assert teammate_client.get(url + "?a=x&b=1").status_code == 400
+
+
+# --- one vocabulary -----------------------------------------------------------------------
+
+
+def test_the_capture_page_labels_categories_and_keywords_a_keyword_lens_naming_its_set(
+    teammate_client, teammate
+):
+    from profiles.models import KeywordSet
+
+    capture = imported(teammate)
+    default = KeywordSet.objects.get(is_default=True)
+    assert capture.keyword_set == default
+    html = teammate_client.get(capture.get_absolute_url()).content.decode()
+    name = f'<span class="muted small lensname">{default.name} (default set)</span>'
+    assert f"<h2>Keyword lens: keywords</h2>{name}" in html
+    assert "<h2>Keyword lens: categories</h2>" in html and "not the product's words" in html
+    assert "<h2>Categories</h2>" not in html and "<h2>Keywords</h2>" not in html

@@ -59,9 +59,26 @@ def fake_stats(i: int = 0, verdict: str | None = None) -> dict:
             "warnings": 3,
             "series": [{"t_index": 0, "approx_s": 1, "behind_s": 1.1}],
         }
+    total = 1000 + i
+    shares = {"host_sync": 30 - i % 20, "collective": 10 + i % 7, "data_wait": 5}
+    counts = {state: round(total * share / 100) for state, share in shares.items()}
+    counts = {"compute": total - sum(counts.values()), **counts}
+    states = [
+        {"state": state, "samples": n, "percent": round(100 * n / total, 2)}
+        for state, n in counts.items()
+    ]
     return {
         "format": "raw",
-        "total_samples": 1000 + i,
+        "total_samples": total,
+        "states": states,
+        # One thread, so the step threads are all of it.
+        "step_threads": {
+            "tids": ["1"],
+            "names": ["MainThread"],
+            "detected_by": "busiest",
+            "samples": total,
+            "states": states,
+        },
         "unique_stacks": 10,
         "skipped_lines": 0,
         "threads": [{"name": "MainThread", "tid": 1, "samples": 1000, "percent": 100.0}],

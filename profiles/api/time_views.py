@@ -1,0 +1,209 @@
+"""JSON API for time (contract 3, issue 39): a capture's timeline, a window of it as a
+capture of its own, and a whole-job capture's ranks on one clock.
+
+- `GET /api/captures/<id>/timeline/?bucket=S`
+- `GET /api/captures/<id>/flamegraph/?from=S&to=S` (profiles.api.views hands it here)
+- `GET /api/captures/<id>/window/?from=S&to=S`
+- `GET /api/groups/<id>/timeline/?bucket=S`
+
+A capture without time answers 409 with the reason (imported, recorded without
+`--idle`, samples pruned); a bad number 400.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers as s
+from rest_framework.response import Response
+
+from config.api import api
+from config.api_schema import READ_ERRORS, errors, shape_of
+from config.params import parse_float
+from profiles import pyspy
+from profiles.api.schema import FindingSerializer
+from profiles.captures import redact, timelines
+from profiles.models import Capture, CaptureGroup
+from profiles.pyspy import types
+
+TIME = ["time"]
+FrameStatSerializer = shape_of(types.FrameStat)
+# Seconds: a bucket from 10 ms (a 100 Hz capture's own step) to an hour; a window
+# inside a day-long capture.
+BUCKET = {"minimum": 0.01, "maximum": 3600.0}
+SECONDS = {"minimum": 0.0, "maximum": 86400.0}
+
+
+class StateField(s.ChoiceField):
+    def __init__(self, **kwargs):
+        super().__init__(choices=list(pyspy.STATES), allow_null=True, **kwargs)
+
+
+class TimelineThreadSerializer(s.Serializer):
+    name = s.CharField(help_text="The thread's name (untrusted text).")
+    tid = s.CharField(help_text="Its OS thread id.")
+    dominant = s.ListField(
+        child=StateField(), help_text="Per bucket, the state of the largest share (null: none)."
+    )
+    states = s.DictField(
+        child=s.ListField(child=s.FloatField()),
+        help_text="Per state the thread has, its share of the bucket's samples, 0-1.",
+    )
+
+
+class UntimedThreadSerializer(s.Serializer):
+    name = s.CharField(help_text="The thread's name (untrusted text).")
+    tid = s.CharField(help_text="Its OS thread id.")
+    samples = s.IntegerField(help_text="Its samples: fewer than the capture's rounds.")
+    reason = s.CharField(help_text="Why it cannot be placed in time.")
+
+
+class TimelineSerializer(s.Serializer):
+    start = s.FloatField(help_text="Host epoch seconds where bucket 0 starts.")
+    bucket_s = s.FloatField(help_text="Seconds per bucket.")
+    threads = TimelineThreadSerializer(many=True, help_text="Each thread sampled in every round.")
+    untimed = UntimedThreadSerializer(many=True, help_text="Threads that cannot be placed in time.")
+
+
+class TimelineRankSerializer(s.Serializer):
+    name = s.CharField(help_text="The rank's role (or `pid N`).")
+    capture = s.IntegerField(help_text="Its capture's id.")
+    offset_s = s.FloatField(help_text="Seconds added to its host's clock.")
+    threads = TimelineThreadSerializer(many=True, help_text="Each thread sampled in every round.")
+    untimed = UntimedThreadSerializer(many=True, help_text="Threads that cannot be placed in time.")
+
+
+class TimelineMissingRankSerializer(s.Serializer):
+    name = s.CharField(help_text="The rank's role (or `pid N`).")
+    capture = s.IntegerField(help_text="Its capture's id.")
+    reason = s.CharField(help_text="Why it has no timeline (its status, or the reason).")
+
+
+class GroupTimelineSerializer(s.Serializer):
+    start = s.FloatField(help_text="Epoch seconds on the server's clock where bucket 0 starts.")
+    bucket_s = s.FloatField(help_text="Seconds per bucket.")
+    ranks = TimelineRankSerializer(many=True, help_text="Each rank with time, in capture order.")
+    missing = TimelineMissingRankSerializer(many=True, help_text="Ranks without time, and why.")
+
+
+class WindowThreadSerializer(s.Serializer):
+    name = s.CharField(help_text="The thread's name (untrusted text).")
+    tid = s.CharField(help_text="Its OS thread id.")
+    samples = s.IntegerField(help_text="Its samples in the span.")
+    states = s.DictField(child=s.IntegerField(), help_text="Samples per state it has.")
+
+
+class WindowSerializer(s.Serializer):
+    threads = WindowThreadSerializer(many=True, help_text="Each placed thread's states in it.")
+    rest = WindowThreadSerializer(many=True, help_text="The same outside it: the rest.")
+    total_samples = s.IntegerField(help_text="Samples in the window (placed threads).")
+    top_self = FrameStatSerializer(many=True, help_text="Hottest leaf frames in it.")
+    top_total = FrameStatSerializer(many=True, help_text="Inclusive, each sample once.")
+    findings = FindingSerializer(many=True, help_text="The window's findings.")
+
+
+# `from` is a keyword: declared apart.
+WindowSerializer._declared_fields["from"] = s.FloatField(
+    help_text="The window's start, seconds since the first sample."
+)
+WindowSerializer._declared_fields["to"] = s.FloatField(
+    help_text="Its end (excluded), seconds since the first sample."
+)
+TIMELINE, GROUP_TIMELINE, WINDOW = TimelineSerializer, GroupTimelineSerializer, WindowSerializer
+NO_TIME = inline_serializer("NoTime", {"detail": s.CharField(help_text="Why there is no time.")})
+_BUCKET = OpenApiParameter(
+    "bucket", float, description="Seconds per bucket (default: a few hundred buckets)."
+)
+_FROM = OpenApiParameter(
+    "from", float, required=True, description="Seconds since the first sample."
+)
+_TO = OpenApiParameter("to", float, required=True, description="Seconds since the start.")
+
+
+def _bucket(params) -> float | None:
+    value = params.get("bucket", "")
+    return None if value in ("", None) else parse_float(value, name="bucket", **BUCKET)
+
+
+def window_bounds(params) -> tuple[float, float]:
+    start = parse_float(params.get("from"), name="from", **SECONDS)
+    end = parse_float(params.get("to"), name="to", **SECONDS)
+    return start, end
+
+
+def _no_time(exc: Exception) -> Response:
+    return Response({"detail": str(exc)}, status=409)
+
+
+@extend_schema(
+    summary="A capture's timeline",
+    description="Each placed thread's states bucket by bucket on the host's clock; 409 when "
+    "the capture keeps no time (the reason in `detail`).",
+    parameters=[_BUCKET],
+    responses={200: TIMELINE, 409: NO_TIME, **errors(*READ_ERRORS)},
+    tags=TIME,
+)
+@api(["GET"])
+def capture_timeline(request, pk: int):
+    capture = get_object_or_404(Capture, pk=pk)
+    try:
+        body = timelines.capture_timeline(capture, _bucket(request.query_params))
+    except timelines.NoTime as exc:
+        return _no_time(exc)
+    except pyspy.ProfileError as exc:
+        return Response({"detail": str(exc)}, status=400)
+    return Response(redact.for_viewer(body, user=request.user, captures=[capture]))
+
+
+def window_flamegraph(request, capture: Capture, max_nodes: int) -> Response:
+    """`flamegraph/?from=&to=`: that window's flamegraph (profiles.api.views)."""
+    start, end = window_bounds(request.query_params)
+    try:
+        tree = timelines.capture_window_flamegraph(capture, start, end, max_nodes)
+    except timelines.NoTime as exc:
+        return _no_time(exc)
+    except pyspy.ProfileError as exc:
+        return Response({"detail": str(exc)}, status=400)
+    return Response(redact.for_viewer(tree, user=request.user, captures=[capture]))
+
+
+@extend_schema(
+    summary="A window of a capture, as a capture of its own",
+    description="Per thread its states in [from, to) and in the rest of the capture, and "
+    "the window's findings and top frames (analysed in a bounded process).",
+    parameters=[_FROM, _TO],
+    responses={200: WINDOW, 409: NO_TIME, **errors(*READ_ERRORS)},
+    tags=TIME,
+)
+@api(["GET"])
+def capture_window(request, pk: int):
+    capture = get_object_or_404(Capture.objects.select_related("run"), pk=pk)
+    start, end = window_bounds(request.query_params)
+    try:
+        body = timelines.window_analysis(capture, start, end)
+    except timelines.NoTime as exc:
+        return _no_time(exc)
+    except pyspy.ProfileError as exc:
+        return Response({"detail": str(exc)}, status=400)
+    return Response(redact.for_viewer(body, user=request.user, captures=[capture]))
+
+
+@extend_schema(
+    summary="A whole-job capture's ranks on one clock",
+    description="Each rank's timeline, its host's clock moved by the offset measured when "
+    "its session started; ranks without time under `missing` with the reason.",
+    parameters=[_BUCKET],
+    responses={200: GROUP_TIMELINE, 409: NO_TIME, **errors(*READ_ERRORS)},
+    tags=TIME,
+)
+@api(["GET"])
+def group_timeline(request, pk: int):
+    group = get_object_or_404(CaptureGroup, pk=pk)
+    try:
+        body = timelines.group_timeline(group, _bucket(request.query_params))
+    except timelines.NoTime as exc:
+        return _no_time(exc)
+    except pyspy.ProfileError as exc:
+        return Response({"detail": str(exc)}, status=400)
+    captures = group.captures.all()
+    return Response(redact.for_viewer(body, user=request.user, captures=captures))

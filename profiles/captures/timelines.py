@@ -1,0 +1,128 @@
+"""Reads of a capture's time: its timeline, a window of it, and a whole-job capture's
+ranks on one clock (`GET /api/captures/<id>/timeline/`, `…/flamegraph/?from=&to=`,
+`…/window/`, `GET /api/groups/<id>/timeline/`).
+
+They read what the analysis stored: the raw text and the time track, which holds each
+record's state (profiles.pyspy.timed.with_states), so nothing is classified again here.
+A window's findings and top frames are an analysis of their own: they run in the
+budget's child process, bounded like every analysis (`window_analysis`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from profiles import pyspy
+from profiles.captures import budget
+from profiles.models import Capture, CaptureGroup
+from profiles.pyspy.reading import read_text
+from profiles.pyspy.timed import TimedCapture
+from profiles.pyspy.timeline import aligned_timelines, timeline
+from profiles.pyspy.timetrack import TimeUnavailable, load_track
+from profiles.pyspy.window import window_flamegraph, window_states, window_text
+from profiles.storage.files import local_copy
+
+# A window is at least this long: shorter ones hold a handful of samples per thread.
+MIN_WINDOW_S = 0.05
+
+
+class NoTime(Exception):
+    """The capture has no time to show (the message says why)."""
+
+
+def timed_capture(capture: Capture) -> TimedCapture:
+    """The capture's raw text and time track, read once; NoTime with the reason."""
+    time_info = (capture.stats or {}).get("time") or {}
+    if not capture.time_file:
+        raise NoTime(time_info.get("reason") or "this capture keeps no time")
+    if not capture.raw_file:
+        raise NoTime("its samples were pruned (FLAMEDECK_RAW_BUDGET_MB): the time is kept, "
+                     "the samples to place in it are not")  # fmt: skip
+    try:
+        with capture.time_file.open("rb") as fh:
+            track = load_track(fh.read(), "the time track")
+        with local_copy(capture.raw_file) as path:
+            return TimedCapture(read_text(path), track)
+    except TimeUnavailable as exc:
+        raise NoTime(str(exc)) from None
+
+
+def capture_timeline(capture: Capture, bucket_s: float | None) -> dict[str, Any]:
+    return dict(timeline(timed_capture(capture), bucket_s))
+
+
+def _window(capture: TimedCapture, from_s: float, to_s: float) -> None:
+    if not to_s - from_s >= MIN_WINDOW_S:
+        raise pyspy.ProfileError(f"a window is at least {MIN_WINDOW_S} s: from < to")
+
+
+def capture_window_flamegraph(
+    capture: Capture, from_s: float, to_s: float, max_nodes: int
+) -> dict[str, Any]:
+    timed = timed_capture(capture)
+    _window(timed, from_s, to_s)
+    return dict(window_flamegraph(timed, from_s, to_s, max_nodes))
+
+
+def _analyze_window(text: str, options: pyspy.AnalysisOptions) -> dict[str, Any]:
+    """The engine on a window's raw text (in the budget's child): its stats, no tree."""
+    profile = pyspy.parse_raw_lines(text.split("\n"))
+    stats = dict(pyspy.analyze(profile, options))
+    stats.pop("flamegraph", None)
+    return {k: stats.get(k) for k in ("total_samples", "top_self", "top_total", "findings")}
+
+
+def window_analysis(capture: Capture, from_s: float, to_s: float) -> dict[str, Any]:
+    """A window as a capture of its own: per thread its states in the window and in the
+    rest of the capture (the difference the page shows), and its findings and top
+    frames, computed in a bounded child process."""
+    timed = timed_capture(capture)
+    _window(timed, from_s, to_s)
+    options = pyspy.AnalysisOptions(
+        keywords=(),
+        include_flamegraph=False,
+        library=capture.run.library_entries if capture.run_id else (),
+    )
+    limits = {
+        "time_limit_s": settings.FLAMEDECK_ANALYSIS_TIME_S,
+        "memory_mb": settings.FLAMEDECK_ANALYSIS_MEMORY_MB,
+    }
+    text = window_text(timed, from_s, to_s)
+    stats, _ = budget.run_bounded(_analyze_window, (text, options), **limits)
+    return {
+        "from": from_s,
+        "to": to_s,
+        "threads": [dict(t) for t in window_states(timed, from_s, to_s)],
+        "rest": [dict(t) for t in window_states(timed, from_s, to_s, rest=True)],
+        **stats,
+    }
+
+
+def group_timeline(group: CaptureGroup, bucket_s: float | None) -> dict[str, Any]:
+    """Every rank with time on one clock: each host's offset, measured when its session
+    started, moves its samples (profiles.pyspy.timeline.aligned_timelines). Ranks
+    without time are listed with the reason."""
+    ranks, missing = [], []
+    captures = group.captures.select_related("process").order_by("pk")
+    for capture in captures:
+        label = capture.process.role if capture.process_id and capture.process.role else None
+        label = label or f"pid {capture.pid}"
+        if capture.kind != Capture.Kind.RECORD or capture.status != Capture.Status.DONE:
+            missing.append({"name": label, "capture": capture.pk, "reason": capture.status})
+            continue
+        try:
+            timed = timed_capture(capture)
+        except NoTime as exc:
+            missing.append({"name": label, "capture": capture.pk, "reason": str(exc)})
+            continue
+        offset = float((capture.progress or {}).get("clock_offset_s") or 0.0)
+        ranks.append((label, timed, offset, capture.pk))
+    if not ranks:
+        raise NoTime("no rank of this whole-job capture has a timeline")
+    aligned = dict(aligned_timelines([(name, t, off) for name, t, off, _ in ranks], bucket_s))
+    for row, (_, _, _, pk) in zip(aligned["ranks"], ranks, strict=True):
+        row["capture"] = pk
+    aligned["missing"] = missing
+    return aligned
