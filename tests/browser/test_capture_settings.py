@@ -123,6 +123,9 @@ def test_a_runs_capture_buttons_follow_what_capture_all_remembered(
     expect(dialog.locator("#capture-all-error")).to_contain_text("already")
     dialog.locator("button[value=cancel]").click()
     expect(button).to_have_text("Capture 9 s")
-    expect(page.locator("[data-capture-summary]")).to_have_text("9 s at 33 Hz, threads, idle, gil")
+    # A whole-job capture samples DataLoader workers by default (--subprocesses).
+    expect(page.locator("[data-capture-summary]")).to_have_text(
+        "9 s at 33 Hz, threads, idle, gil, subprocesses"
+    )
     live_run.refresh_from_db()
     assert live_run.capture_settings["duration"] == 9 and live_run.capture_settings["gil"]
