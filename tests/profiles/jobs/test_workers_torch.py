@@ -112,8 +112,13 @@ def _wait(predicate, timeout_s: float, what: str):
     raise AssertionError(f"no {what} within {timeout_s} s")
 
 
+# `alone`: the share from samples is held against the job's own clock within 10 points;
+# beside the rest of the suite on two cores it drifted 15 (47.8 against 32.9), the
+# machine's load and not the product. The ranks start beside the others; the capture,
+# the kill and the report run with the machine to themselves.
+@pytest.mark.alone
 def test_rank_1s_workers_are_its_own_named_in_the_evidence_and_a_killed_one_costs_it_nothing(
-    sshd, tmp_path, owner_client
+    sshd, tmp_path, owner_client, alone
 ):
     python = require_torch()
     py_spy = Host.objects.get(name="local").py_spy
@@ -127,22 +132,26 @@ def test_rank_1s_workers_are_its_own_named_in_the_evidence_and_a_killed_one_cost
         for rank, proc in enumerate(job.ranks):
             RunProcess.objects.create(run=run, host=host, pid=proc.pid, role=f"rank-{rank}")
         settings = {"duration": DURATION_S, "rate": RATE}  # the whole-job defaults else
-        asked = owner_client.post(f"/api/runs/{run.pk}/capture/", settings, "application/json")
-        assert asked.status_code == 201, asked.content
-        group = CaptureGroup.objects.get(pk=asked.json()["id"])
-        rank1 = group.captures.get(process__role="rank-1")
-        _wait(lambda: Capture.objects.get(pk=rank1.pk).sampling_started_at, 30, "sampling")
-        time.sleep(2)
-        killed = _wait(job.sampled_worker, 5, "worker sampled for a while")
-        os.kill(killed, signal.SIGKILL)  # mid-capture: the rank respawns its workers
-        try:
-            _wait(lambda: any(s.startswith("worker died") for s in job.said), 15, "respawn")
-        except AssertionError:
-            raise AssertionError((job.said, (tmp_path / "ranks.err").read_text()[-3000:])) from None
-        respawned_at = job.steps()
-        group = _wait(lambda: CaptureGroup.objects.filter(pk=group.pk, job_report__isnull=False)
-                      .first(), 60, "job report")  # fmt: skip
+        with alone():
+            asked = owner_client.post(f"/api/runs/{run.pk}/capture/", settings, "application/json")
+            assert asked.status_code == 201, asked.content
+            group = CaptureGroup.objects.get(pk=asked.json()["id"])
+            rank1 = group.captures.get(process__role="rank-1")
+            _wait(lambda: Capture.objects.get(pk=rank1.pk).sampling_started_at, 30, "sampling")
+            time.sleep(2)
+            killed = _wait(job.sampled_worker, 5, "worker sampled for a while")
+            os.kill(killed, signal.SIGKILL)  # mid-capture: the rank respawns its workers
+            try:
+                _wait(lambda: any(s.startswith("worker died") for s in job.said), 15, "respawn")
+            except AssertionError:
+                raise AssertionError(
+                    (job.said, (tmp_path / "ranks.err").read_text()[-3000:])
+                ) from None
+            respawned_at = job.steps()
+            group = _wait(lambda: CaptureGroup.objects.filter(pk=group.pk, job_report__isnull=False)
+                          .first(), 60, "job report")  # fmt: skip
     finally:
+        alone.release()
         worker.stop()
         job.stop()
         stderr.close()

@@ -60,8 +60,12 @@ def test_a_known_redos_pattern_is_accepted_and_runs_in_milliseconds(pattern, tex
 
 def test_the_reviews_pattern_is_exponential_on_pythons_re_and_not_here():
     # Python's re, for the record: every extra `.?.` pair doubles the time.
+    # The fastest of five runs each: a run preempted on a loaded machine says nothing.
     small, larger = (
-        _seconds(lambda n=n: re.search("^" + ".?" * n + "." * n + "!", "a" * (n + 5)))
+        min(
+            _seconds(lambda n=n: re.search("^" + ".?" * n + "." * n + "!", "a" * (n + 5)))
+            for _ in range(5)
+        )
         for n in (14, 16)
     )
     assert larger > 2 * small
