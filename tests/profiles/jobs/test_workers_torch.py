@@ -148,8 +148,11 @@ def test_rank_1s_workers_are_its_own_named_in_the_evidence_and_a_killed_one_cost
                     (job.said, (tmp_path / "ranks.err").read_text()[-3000:])
                 ) from None
             respawned_at = job.steps()
-            group = _wait(lambda: CaptureGroup.objects.filter(pk=group.pk, job_report__isnull=False)
-                          .first(), 60, "job report")  # fmt: skip
+            # Alone while py-spy samples; the analyses after it need no quiet machine.
+            _wait(lambda: not group.captures.filter(status__in=("queued", "running")).exists(),
+                  60, "sampling ended")  # fmt: skip
+        group = _wait(lambda: CaptureGroup.objects.filter(pk=group.pk, job_report__isnull=False)
+                      .first(), 60, "job report")  # fmt: skip
     finally:
         alone.release()
         worker.stop()
