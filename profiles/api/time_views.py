@@ -18,10 +18,10 @@ from rest_framework import serializers as s
 from rest_framework.response import Response
 
 from config.api import api
-from config.api_schema import READ_ERRORS, errors, shape_of
+from config.api_schema import READ_ERRORS, errors, shape_of, typed
 from config.params import parse_float
 from profiles import pyspy
-from profiles.api.schema import FindingSerializer
+from profiles.api.schema import FindingSerializer, State
 from profiles.captures import redact, timelines
 from profiles.models import Capture, CaptureGroup
 from profiles.pyspy import types
@@ -34,63 +34,71 @@ BUCKET = {"minimum": 0.01, "maximum": 3600.0}
 SECONDS = {"minimum": 0.0, "maximum": 86400.0}
 
 
-class StateField(s.ChoiceField):
-    def __init__(self, **kwargs):
-        super().__init__(choices=list(pyspy.STATES), allow_null=True, **kwargs)
-
-
-class TimelineThreadSerializer(s.Serializer):
-    name = s.CharField(help_text="The thread's name (untrusted text).")
-    tid = s.CharField(help_text="Its OS thread id.")
-    dominant = s.ListField(
-        child=StateField(), help_text="Per bucket, the state of the largest share (null: none)."
-    )
-    states = s.DictField(
-        child=s.ListField(child=s.FloatField()),
-        help_text="Per state the thread has, its share of the bucket's samples, 0-1.",
-    )
-
-
-class UntimedThreadSerializer(s.Serializer):
-    name = s.CharField(help_text="The thread's name (untrusted text).")
-    tid = s.CharField(help_text="Its OS thread id.")
-    samples = s.IntegerField(help_text="Its samples: fewer than the capture's rounds.")
-    reason = s.CharField(help_text="Why it cannot be placed in time.")
-
-
-class TimelineSerializer(s.Serializer):
-    start = s.FloatField(help_text="Host epoch seconds where bucket 0 starts.")
-    bucket_s = s.FloatField(help_text="Seconds per bucket.")
-    threads = TimelineThreadSerializer(many=True, help_text="Each thread sampled in every round.")
-    untimed = UntimedThreadSerializer(many=True, help_text="Threads that cannot be placed in time.")
-
-
-class TimelineRankSerializer(s.Serializer):
-    name = s.CharField(help_text="The rank's role (or `pid N`).")
-    capture = s.IntegerField(help_text="Its capture's id.")
-    offset_s = s.FloatField(help_text="Seconds added to its host's clock.")
-    threads = TimelineThreadSerializer(many=True, help_text="Each thread sampled in every round.")
-    untimed = UntimedThreadSerializer(many=True, help_text="Threads that cannot be placed in time.")
+# The answer shapes come from the engine's types (profiles.pyspy.types), described here.
+THREAD = {"name": "The thread's name (untrusted text).", "tid": "Its OS thread id."}
+TimelineThreadSerializer = typed(
+    types.TimelineThread,
+    {
+        **THREAD,
+        "dominant": "Per bucket, the state of the largest share (null: no samples).",
+        "states": "Per state the thread has, its share of the bucket's samples, 0-1.",
+    },
+    hints={"dominant": list[State | None]},
+)
+UntimedThreadSerializer = typed(
+    types.UntimedThread,
+    {
+        **THREAD,
+        "samples": "Its samples: fewer than the capture's rounds.",
+        "reason": "Why it cannot be placed in time.",
+    },
+)
+TimelineSerializer = typed(
+    types.Timeline,
+    {
+        "start": "Host epoch seconds where bucket 0 starts.",
+        "bucket_s": "Seconds per bucket.",
+        "threads": "Each thread sampled in every round.",
+        "untimed": "Threads that cannot be placed in time.",
+    },
+)
 
 
 class TimelineMissingRankSerializer(s.Serializer):
+    """A rank of the whole job without a timeline (the dashboard's own answer)."""
+
     name = s.CharField(help_text="The rank's role (or `pid N`).")
     capture = s.IntegerField(help_text="Its capture's id.")
     reason = s.CharField(help_text="Why it has no timeline (its status, or the reason).")
 
 
-class GroupTimelineSerializer(s.Serializer):
-    start = s.FloatField(help_text="Epoch seconds on the server's clock where bucket 0 starts.")
-    bucket_s = s.FloatField(help_text="Seconds per bucket.")
-    ranks = TimelineRankSerializer(many=True, help_text="Each rank with time, in capture order.")
-    missing = TimelineMissingRankSerializer(many=True, help_text="Ranks without time, and why.")
-
-
-class WindowThreadSerializer(s.Serializer):
-    name = s.CharField(help_text="The thread's name (untrusted text).")
-    tid = s.CharField(help_text="Its OS thread id.")
-    samples = s.IntegerField(help_text="Its samples in the span.")
-    states = s.DictField(child=s.IntegerField(), help_text="Samples per state it has.")
+typed(
+    types.AlignedRank,
+    {
+        "name": "The rank's role (or `pid N`).",
+        "capture": "Its capture's id.",
+        "offset_s": "Seconds added to its host's clock.",
+        "threads": "Each thread sampled in every round.",
+        "untimed": "Threads that cannot be placed in time.",
+    },
+    hints={"capture": int},
+    name="TimelineRank",
+)
+GroupTimelineSerializer = typed(
+    types.AlignedTimeline,
+    {
+        "start": "Epoch seconds on the server's clock where bucket 0 starts.",
+        "bucket_s": "Seconds per bucket.",
+        "ranks": "Each rank with time, in capture order.",
+        "missing": "Ranks without time, and why.",
+    },
+    hints={"missing": list[TimelineMissingRankSerializer]},
+    name="GroupTimeline",
+)
+WindowThreadSerializer = typed(
+    types.WindowThread,
+    {**THREAD, "samples": "Its samples in the span.", "states": "Samples per state it has."},
+)
 
 
 class WindowSerializer(s.Serializer):
