@@ -76,15 +76,19 @@ def group_reports_catch_up(*, now: Any = None) -> int:
     ongoing = [status for status in Capture.Status.values if status not in Capture.FINAL]
     unfinished = Q(captures__status__in=ongoing)
     no_report = Q(kind="record", job_report__isnull=True) | Q(kind="dump", stacks__isnull=True)
-    missing = (
-        CaptureGroup.objects.filter(no_report, report_error="", created_at__gte=since)
-        .exclude(unfinished)
-        .filter(captures__isnull=False)
-        .distinct()
-        .values_list("pk", flat=True)[:CATCH_UP_BATCH]
-    )
+    try:
+        missing = list(
+            CaptureGroup.objects.filter(no_report, report_error="", created_at__gte=since)
+            .exclude(unfinished)
+            .filter(captures__isnull=False)
+            .distinct()
+            .values_list("pk", flat=True)[:CATCH_UP_BATCH]
+        )
+    except Exception:  # the database, say: the next pass asks again
+        log.exception("the report catch-up could not list the groups missing a report")
+        return 0
     stored = 0
-    for pk in list(missing):
+    for pk in missing:
         try:
             stored += group_report_update(group_id=pk) is not None
         except Exception:  # the database, say: the next group and the next pass go on

@@ -232,3 +232,56 @@ def test_a_recorded_capture_of_a_hung_job_says_it_is_stuck_not_that_a_step_is_sl
     assert stuck["severity"] == "high" and stuck["ranks"] == ["rank-2"]
     assert "wait_for_lock (hang_train.py:" in stuck["title"]
     assert "remove that excess" not in stuck["advice"]
+
+
+def test_a_failing_reaper_step_is_logged_and_the_catch_up_still_stores_a_missed_report(
+    monkeypatch, caplog
+):
+    """The steps of the reaper's periodic task are independent: the reaper meets a real
+    database error, the re-send raises too; both are logged with their cause, the
+    catch-up after them still stores the missed report, and the task returns."""
+    from django.db import connection
+
+    from profiles import beat
+    from profiles.captures import redelivery, services
+
+    missed = _analysed(monkeypatch, "balanced", "missed")
+    CaptureGroup.objects.filter(pk=missed.pk).update(job_report=None, report_error="")
+
+    def reaper(*, timeout_s):
+        with connection.cursor() as cursor:  # aborts the transaction it runs in
+            cursor.execute("SELECT * FROM no_such_table")
+
+    def resend(*, timeout_s):
+        raise ConnectionError("the broker went away")
+
+    monkeypatch.setattr(services, "reap_lost_captures", reaper)
+    monkeypatch.setattr(redelivery, "captures_resend_lost", resend)
+    with caplog.at_level("ERROR", logger="profiles.beat"):
+        assert beat.reap_lost_captures() == 0
+    missed.refresh_from_db()
+    assert missed.job_report is not None and missed.report_error == ""
+    failed = [r.getMessage() for r in caplog.records if r.name == "profiles.beat"]
+    assert len(failed) == 2
+    assert "'reap lost captures' failed (ProgrammingError" in failed[0]
+    assert "no_such_table" in failed[0]
+    assert "'re-send lost captures' failed (ConnectionError: the broker went away)" in failed[1]
+
+
+def test_a_catch_up_that_cannot_list_the_groups_logs_it_and_the_task_still_counts(
+    monkeypatch, caplog
+):
+    from profiles import beat
+    from profiles.captures import services
+
+    def listing(*args, **kwargs):
+        raise ConnectionError("the database went away")
+
+    monkeypatch.setattr(services, "reap_lost_captures", lambda *, timeout_s: 2)
+    monkeypatch.setattr(CaptureGroup.objects, "filter", listing)
+    with caplog.at_level("ERROR"):
+        assert group_report.group_reports_catch_up() == 0
+        assert beat.reap_lost_captures() == 2
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages.count("the report catch-up could not list the groups missing a report") == 2
+    assert not [r for r in caplog.records if r.name == "profiles.beat"]  # handled inside
