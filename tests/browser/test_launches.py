@@ -11,12 +11,11 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from profiles.models import CaptureGroup
 from runs import services
 from runs.models import Host, RunProcess
 from tests import factories
 from tests.browser.conftest import SCREENSHOTS
-from tests.support.recorded_jobs import record_group
+from tests.support.recorded_jobs import record_group, relaunch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -72,14 +71,21 @@ def test_the_run_page_shows_its_launches_and_keeps_the_replaced_rank_marked(
     page.locator("#launches").screenshot(path=str(SCREENSHOTS / "run_launches.png"))
 
 
-def test_the_whole_job_compare_page_reads_the_two_launches(open_tab, owner, monkeypatch):
+def test_the_whole_job_compare_page_reads_the_two_launches(open_tab, owner, client, monkeypatch):
     before, _ = record_group(monkeypatch, "balanced", run_name="gloo-job")
-    after, _ = record_group(monkeypatch, "straggler", run_name="gloo-job-2")
-    CaptureGroup.objects.filter(pk=after.pk).update(run=before.run)
+    relaunch(before.run)
+    after, _ = record_group(monkeypatch, "straggler", run=before.run)
+    assert after.run_id == before.run_id
     tab = open_tab(owner)
     page = tab.goto(after.get_absolute_url())
     page.locator("#compare-groups").click()
     page.locator("form.compare-pick button[type=submit]").click()
     expect(page.locator("#findings ul.findings-new")).to_contain_text("rank-3")
     expect(page.locator("#roles tr[data-role]")).to_have_count(4)
+    sides = page.locator("section.sides .card p.muted")
+    expect(sides.nth(0)).to_contain_text("run gloo-job · launch 1")
+    expect(sides.nth(1)).to_contain_text("run gloo-job · launch 2")
+    # The same answer through the API (`client` is the tab's logged-in test client).
+    groups = client.get(f"/api/compare/groups/?a={before.pk}&b={after.pk}").json()["groups"]
+    assert (groups["a"]["launches"], groups["b"]["launches"]) == ([1], [2])
     page.screenshot(path=str(SCREENSHOTS / "compare_groups.png"), full_page=True)

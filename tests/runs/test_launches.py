@@ -10,12 +10,13 @@ import sys
 
 import pytest
 
+from profiles.captures import enqueue
 from profiles.captures import selectors as profile_selectors
 from profiles.jobs import report as group_report
 from profiles.jobs import selectors as group_selectors
 from profiles.jobs import services as jobs
 from runs import launches, selectors, services
-from runs.models import Host, Run
+from runs.models import Host, Run, RunProcess
 
 pytestmark = pytest.mark.django_db
 
@@ -80,6 +81,86 @@ def test_a_relaunch_after_the_ranks_exited_replaces_them_in_a_second_launch(loca
     assert sorted(group.captures.values_list("pid", flat=True)) == sorted(second)
     # The exited ranks of launch 1 are history, not "skipped" on the new capture's page.
     assert group_selectors.skipped_processes(group, list(group.captures.all())) == []
+
+
+def relaunched(local: Host, ranks: Ranks, how: str) -> tuple[Run, list[int], list[int]]:
+    """(run, launch 1's PIDs, launch 2's PIDs): 3 ranks, relaunched either after they
+    exited, or under another launch key while launch 1's processes still run (a
+    liveness check alone would capture those)."""
+    first = ranks.start(3)
+    run = register(local, first, launch="" if how == "exited" else "a")
+    if how == "exited":
+        ranks.stop(first)
+    second = ranks.start(3)
+    assert register(local, second, launch="" if how == "exited" else "b") == run
+    replaced = run.processes.filter(replaced_at__isnull=False)
+    assert sorted(replaced.values_list("pid", flat=True)) == sorted(first)
+    return run, first, second
+
+
+def captured(group) -> tuple[list[int], set[str], set[int]]:
+    """(PIDs, roles, launch numbers) of a group's captures, through their processes."""
+    rows = list(group.captures.values_list("pid", "process__role", "process__launch__number"))
+    assert not group.captures.filter(process__replaced_at__isnull=False).exists()
+    assert not group.captures.filter(process__isnull=True).exists()
+    return sorted(r[0] for r in rows), {r[1] for r in rows}, {r[2] for r in rows}
+
+
+@pytest.mark.parametrize("how", ["exited", "launch key"])
+def test_dump_all_ranks_takes_only_the_current_process_of_each_role(
+    owner_client, local, ranks, monkeypatch, how
+):
+    run, first, second = relaunched(local, ranks, how)
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    body = {"kind": "dump", "repeat": 2, "interval": 0.5}
+    answer = owner_client.post(f"/api/runs/{run.pk}/capture/", body, "application/json")
+    assert answer.status_code == 201, answer.content
+    group = run.capture_groups.get(pk=answer.json()["id"])
+    assert group.kind == "dump" and group.captures.count() == 3
+    pids, roles, numbers = captured(group)
+    assert pids == sorted(second) and not set(pids) & set(first)
+    assert roles == {"rank-0", "rank-1", "rank-2"} and numbers == {2}
+    # The service the page's "Dump all ranks" button calls takes the same three (once
+    # the first dump has ended: py-spy attaches to a process once at a time).
+    group.captures.update(status="done")
+    direct = jobs.capture_group_create(user=None, run=run, kind="dump", repeat=2, interval=0.5)
+    assert captured(direct)[0] == sorted(second)
+
+
+@pytest.mark.parametrize("how", ["exited", "launch key"])
+def test_a_scheduled_capture_takes_only_the_current_process_of_each_role(
+    local, ranks, monkeypatch, how
+):
+    run, first, second = relaunched(local, ranks, how)
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    Run.objects.filter(pk=run.pk).update(schedule_every_min=5)
+    (group,) = jobs.scheduled_captures_due()
+    assert group.run_id == run.pk and group.scheduled and group.kind == "record"
+    pids, roles, numbers = captured(group)
+    assert pids == sorted(second) and not set(pids) & set(first)
+    assert roles == {"rank-0", "rank-1", "rank-2"} and numbers == {2}
+    assert all(c.scheduled for c in group.captures.all())
+
+
+def test_dumps_and_schedules_mid_relaunch_take_each_roles_newest_process(
+    owner_client, local, ranks, monkeypatch
+):
+    """Launch b has re-registered rank-0 only: rank-1 and rank-2 of launch a are still
+    their roles' current processes; rank-0 of launch a, still running, is not."""
+    first, second = ranks.start(3), ranks.start(1)
+    run = register(local, first, launch="a")
+    register(local, second, launch="b")
+    expected = sorted([second[0], first[1], first[2]])
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    answer = owner_client.post(f"/api/runs/{run.pk}/capture/", {"kind": "dump"}, "application/json")
+    assert answer.status_code == 201, answer.content
+    dump = run.capture_groups.get(pk=answer.json()["id"])
+    assert captured(dump)[0] == expected
+    dump.captures.update(status="done")
+    Run.objects.filter(pk=run.pk).update(schedule_every_min=5)
+    (scheduled,) = jobs.scheduled_captures_due()
+    assert captured(scheduled)[0] == expected
+    assert not RunProcess.objects.filter(pid=first[0], captures__group__in=[dump, scheduled])
 
 
 def test_another_launch_key_replaces_a_rank_that_still_runs(local, ranks):

@@ -6,23 +6,28 @@ import pytest
 
 from profiles.models import CaptureGroup
 from tests import factories
-from tests.support.recorded_jobs import record_group
+from tests.support.recorded_jobs import record_group, relaunch
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def launches(monkeypatch):
-    """(before, after): a balanced launch, then a relaunch of the same run with a straggler."""
+    """(before, after): a balanced launch, then a relaunch of the same run (new
+    processes, new PIDs, the old ones replaced) with a straggler."""
     before, _ = record_group(monkeypatch, "balanced", run_name="gloo-job")
-    after, _ = record_group(monkeypatch, "straggler", run_name="gloo-job-2")
-    CaptureGroup.objects.filter(pk=after.pk).update(run=before.run)
-    after.captures.update(run=before.run)
-    return before, CaptureGroup.objects.get(pk=after.pk)
+    relaunch(before.run)
+    after, _ = record_group(monkeypatch, "straggler", run=before.run)
+    return before, after
 
 
 def test_the_compare_of_two_launches_names_the_planted_straggler_as_new(launches, teammate_client):
     before, after = launches
+    # Two launches of one run: new PIDs, launch 1's processes replaced by launch 2's.
+    pids = [set(g.captures.values_list("pid", flat=True)) for g in (before, after)]
+    replaced = before.run.processes.filter(replaced_at__isnull=False)
+    assert after.run_id == before.run_id and not pids[0] & pids[1]
+    assert set(replaced.values_list("pid", flat=True)) == pids[0]
     body = teammate_client.get(f"/api/compare/groups/?a={before.pk}&b={after.pk}").json()
     assert [r["role"] for r in body["roles"]] == ["rank-0", "rank-1", "rank-2", "rank-3"]
     assert body["straggler"]["a"] is None and body["straggler"]["b"]["name"] == "rank-3"
@@ -37,12 +42,15 @@ def test_the_compare_of_two_launches_names_the_planted_straggler_as_new(launches
     moved = [f for f in body["functions"] if "rank-3" in f["ranks"]]
     assert moved[0]["function"].startswith("metric_per_sample") and moved[0]["delta"] > 0
     assert body["only_a"] == body["only_b"] == []
+    assert (body["groups"]["a"]["launches"], body["groups"]["b"]["launches"]) == ([1], [2])
+    assert body["groups"]["a"]["run"] == body["groups"]["b"]["run"] == before.run_id
 
 
 def test_the_earlier_capture_is_before_whatever_order_the_url_gives(launches, teammate_client):
     before, after = launches
     body = teammate_client.get(f"/api/compare/groups/?a={after.pk}&b={before.pk}").json()
     assert (body["groups"]["a"]["id"], body["groups"]["b"]["id"]) == (before.pk, after.pk)
+    assert (body["groups"]["a"]["launches"], body["groups"]["b"]["launches"]) == ([1], [2])
 
 
 def test_the_page_is_reached_from_the_whole_job_capture_and_shows_the_new_finding(
@@ -57,6 +65,8 @@ def test_the_page_is_reached_from_the_whole_job_capture_and_shows_the_new_findin
     assert page.status_code == 200
     text = page.content.decode()
     assert "The other ranks wait for rank-3" in text and 'data-role="rank-3"' in text
+    assert text.count("run gloo-job · launch ") == 2
+    assert "run gloo-job · launch 1</p>" in text and "run gloo-job · launch 2</p>" in text
 
 
 def test_a_dump_a_missing_or_an_unfinished_capture_is_refused_with_why(teammate_client):
