@@ -19,7 +19,7 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.sshd import _descendants  # noqa: E402 — one /proc walk for both
+from tests.support.procs import descendants  # noqa: E402 — one /proc walk for both
 from tests.support.worker import _rss_kb  # noqa: E402
 
 PY = sys.executable
@@ -119,7 +119,7 @@ class Server:
     def pids(self) -> tuple[list[int], list[int]]:
         """(the web server's processes, every other process under serve: workers, beat,
         analysis children)."""
-        tree = _descendants(self.proc.pid)
+        tree = descendants(self.proc.pid)
         web = [pid for pid in tree if "runserver" in _cmdline(pid)]
         return web, [pid for pid in tree if pid not in web]
 

@@ -51,3 +51,19 @@ def test_it_accepts_numbers_and_decimal_strings():
     assert parse_float("2.5", name="n", minimum=0, maximum=10) == 2.5
     assert parse_float(3, name="n", minimum=0, maximum=10) == 3.0
     assert parse_float(" -1 ", name="n", minimum=-2, maximum=0) == -1.0
+
+
+@pytest.mark.parametrize(
+    "value", ["99999999999999999999999", "-99999999999999999999", "9" * 5000, 10**22]
+)
+def test_too_many_digits_is_out_of_range_not_a_bad_number(value):
+    """A page's form field (a string) and a JSON body (an int) give the same answer."""
+    with pytest.raises(ValidationError) as info:
+        parse_id(value, name="alert")
+    assert info.value.message_dict == {"alert": [f"alert must be between 1 and {2**63 - 1}"]}
+
+
+def test_leading_zeros_and_a_minus_sign_still_parse():
+    assert parse_int("0" * 5000 + "42", name="n") == 42
+    assert parse_int("-0007", name="n", minimum=-10) == -7
+    assert parse_int("-0", name="n") == 0

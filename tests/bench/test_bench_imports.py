@@ -1,0 +1,121 @@
+"""Every bench/*.py imports, so a helper that moves breaks CI instead of the next bench run.
+
+One child interpreter imports each file as `python bench/NAME.py` would see it (bench/
+first on sys.path, then whatever the file inserts itself; no DJANGO_SETTINGS_MODULE
+from the test run), through importlib with the file's spec and the file's own name, so
+`if __name__ == "__main__"` stays false: no main runs and nothing is started. A child,
+not this process: some files set Django up with their own settings or change
+os.environ at import. The repository root comes last on its sys.path, as pytest puts it
+for bench/suite_cpu.py (a plugin: `PYTHONPATH=bench pytest -p suite_cpu`).
+
+Imports inside functions (bench_group.py's `from tests.support.sshd import ...`) run
+only with the bench, so each file's project imports, at any depth, are also read from
+its source and resolved, names included. Files that need torch (not in the project's
+venv) get only that check where torch is missing.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+FILES = sorted(BENCH.glob("*.py"))
+PROJECT = ("config", "profiles", "runs", "tests")
+LOCAL = {path.stem for path in FILES}
+
+CHILD = r"""
+import ast, importlib, importlib.util, json, os, sys, traceback
+from pathlib import Path
+
+bench, root, project, files = Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(","), sys.argv[4:]
+local = {Path(f).stem for f in files}
+sys.path.insert(0, str(bench))
+sys.path.append(root)
+
+
+def checked(tree):
+    # (module, names) of every project or sibling import, at any depth.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module, [a.name for a in node.names if a.name != "*"]
+
+
+results = {}
+for file in files:  # first every file as its script would: some set Django up, some not
+    path, name = Path(file), Path(file).stem
+    result = results[name] = {"import": "ok", "names": []}
+    try:
+        if sys.modules.get(name) is None or sys.modules[name].__file__ != str(path):
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        sys.modules.pop(name, None)
+        result["import"] = "needs " + exc.name if exc.name == "torch" else traceback.format_exc()
+    except BaseException:  # SystemExit too: an import must not exit
+        sys.modules.pop(name, None)
+        result["import"] = traceback.format_exc()
+
+# Then the imports inside functions, which run after the bench has set Django up.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_test")
+import django
+
+django.setup()
+for file in files:
+    path, result = Path(file), results[Path(file).stem]
+    for module_name, names in checked(ast.parse(path.read_text(), str(path))):
+        top = module_name.split(".")[0]
+        if top not in project and top not in local:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except BaseException as exc:
+            result["names"].append(f"{module_name}: {type(exc).__name__}: {exc}")
+            continue
+        for attr in names:
+            if not hasattr(module, attr):
+                try:  # a submodule: `from tests.support import watch_sim`
+                    importlib.import_module(f"{module_name}.{attr}")
+                except ImportError:
+                    result["names"].append(f"{module_name} has no {attr}")
+print("RESULTS " + json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def imported() -> dict[str, dict]:
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", CHILD, str(BENCH), str(ROOT), ",".join(PROJECT)]
+        + [str(path) for path in FILES],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULTS ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    return json.loads(lines[-1].removeprefix("RESULTS "))
+
+
+def test_there_are_bench_files():
+    assert len(FILES) > 10 and "bench_own_processes" in LOCAL
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
+def test_a_bench_file_imports_and_its_project_imports_resolve(imported, path):
+    result = imported[path.stem]
+    assert not result["names"], f"{path.name}: " + "; ".join(result["names"])
+    if result["import"] == "needs torch":
+        pytest.skip("needs torch (its own venv); its project imports were resolved")
+    assert result["import"] == "ok", f"{path.name} does not import:\n{result['import']}"
