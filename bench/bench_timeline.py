@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from profiles.pyspy import AnalysisOptions, analyze, parse_profile_text  # noqa: E402
+from profiles.pyspy.design import design_effects  # noqa: E402
 from profiles.pyspy.periodic import periodic_stalls  # noqa: E402
 from profiles.pyspy.split import split_speedscope  # noqa: E402
 from profiles.pyspy.timed import TimedCapture, with_states  # noqa: E402
@@ -440,6 +441,13 @@ def main() -> None:
     took, found = best(1, lambda: periodic_stalls(TimedCapture(split.raw_text, split.track)))
     titles = "; ".join(f["title"] for f in found) or "none"
     print(f"periodic stalls: {took * 1000:.0f} ms: {titles}")
+    took, effects = best(1, lambda: design_effects(TimedCapture(split.raw_text, split.track)))
+    step = effects["step"] if effects else {}
+    print(
+        f"design effects: {took * 1000:.0f} ms ({len(step.get('states', {}))} states, "
+        f"{len(step.get('functions', {}))} functions over {effects and effects['blocks']} "
+        "blocks; once per analysis)"
+    )
     with tempfile.TemporaryDirectory() as folder:
         raw_path, track_path = Path(folder, "raw.txt.gz"), Path(folder, "track.json.gz")
         raw_path.write_bytes(raw_gz)

@@ -289,6 +289,24 @@ class DumpSeriesItemSerializer(s.Serializer):
 
 
 typed(
+    types.ScopeEffects,
+    {
+        "samples": "Samples of the scope.",
+        "states": "State -> its design effect.",
+        "functions": "User function -> its design effect (the most sampled ones).",
+    },
+)
+typed(
+    types.DesignEffects,
+    {
+        "method": "How the design effects were measured.",
+        "block_s": "Seconds per time block.",
+        "blocks": "Time blocks measured.",
+        "step": "The step threads' shares (findings, watches, the job report).",
+        "all": "Every timed thread's shares (the capture's own state table, compare).",
+    },
+)
+typed(
     types.TimeInfo,
     {
         "available": "Whether the capture keeps time: a timeline, windows, periodic stalls.",
@@ -299,6 +317,9 @@ typed(
         "rounds": "Sampling rounds: the most samples a thread has.",
         "bucket_s": "The timeline's default bucket, in seconds.",
         "untimed": "Threads that cannot be placed in time (born or ended mid-capture).",
+        "design_effect": "Per share, how many samples count as one independent draw, "
+        "measured over time blocks (batch means): every interval of this capture's shares "
+        "counts samples / design effect. Null when the capture is too short for blocks.",
     },
 )
 StatsSerializer = typed(

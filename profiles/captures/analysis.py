@@ -27,6 +27,7 @@ from profiles.captures.lifecycle import (
     capture_claim_analysis,
 )
 from profiles.models import Capture, KeywordSet
+from profiles.pyspy.design import design_effects
 from profiles.pyspy.findings import capture_threads, pool, step_threads
 from profiles.pyspy.periodic import periodic_stalls
 from profiles.pyspy.reading import read_text
@@ -178,7 +179,9 @@ def timed_outputs(
     track = with_states(track, raw_text, state_rules=options.state_rules, library=options.library)
     timed = TimedCapture(raw_text, track, state_rules=options.state_rules, library=options.library)
     stalls = periodic_stalls(timed, step_thread_names=tuple(step_names))
-    return time_summary(track), [dict(f) for f in stalls], track_json(track)
+    summary = time_summary(track)
+    summary["design_effect"] = design_effects(timed, tuple(step_names))
+    return summary, [dict(f) for f in stalls], track_json(track)
 
 
 def time_summary(track: Any) -> dict[str, Any]:

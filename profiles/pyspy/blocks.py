@@ -32,8 +32,7 @@ track) the share is judged over time blocks instead:
   such tests use `simultaneous_confidence` (Bonferroni's level, which Holm's first step
   equals).
 
-The t distribution is computed here (standard library only) from the regularized
-incomplete beta function.
+The t distribution is student.py's (standard library only).
 """
 
 from __future__ import annotations
@@ -44,7 +43,21 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from .compare import wilson_interval
+from .family import holm_adjusted, holm_reject, simultaneous_confidence
+from .student import t_quantile, t_two_sided_p
 from .thresholds import BLOCK_S, CONFIDENCE, MIN_BLOCKS  # noqa: E402
+
+__all__ = [
+    "batch_means_difference",
+    "batch_means_interval",
+    "block_shares",
+    "block_size",
+    "holm_adjusted",
+    "holm_reject",
+    "simultaneous_confidence",
+    "t_quantile",
+    "t_two_sided_p",
+]
 
 
 def block_size(samples: int, step_s: float, seconds: float = BLOCK_S) -> int:
@@ -145,85 +158,3 @@ def _z(confidence: float) -> float:
     from statistics import NormalDist
 
     return NormalDist().inv_cdf(0.5 + confidence / 2)
-
-
-# --- multiple comparisons --------------------------------------------------------------
-
-
-def holm_adjusted(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the order given: reject a hypothesis at
-    level alpha when its adjusted p-value is at most alpha."""
-    m = len(p_values)
-    adjusted = [1.0] * m
-    running = 0.0
-    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
-
-
-def holm_reject(p_values: Sequence[float], alpha: float = 1 - CONFIDENCE) -> list[bool]:
-    """Which hypotheses Holm's procedure rejects at family-wise level `alpha`."""
-    return [p <= alpha for p in holm_adjusted(p_values)]
-
-
-def simultaneous_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float:
-    """The level each of `comparisons` intervals needs so all hold together (Bonferroni)."""
-    return 1 - (1 - confidence) / max(1, comparisons)
-
-
-# --- Student's t -----------------------------------------------------------------------
-
-
-def t_two_sided_p(t: float, df: float) -> float:
-    """P(|T| >= t) for Student's t with `df` degrees of freedom."""
-    if not math.isfinite(t):
-        return 0.0
-    return _incomplete_beta(df / 2, 0.5, df / (df + t * t))
-
-
-def t_quantile(confidence: float, df: float) -> float:
-    """The t with P(|T| <= t) = confidence (df degrees of freedom), by bisection."""
-    target = 1 - confidence
-    low, high = 0.0, 1.0
-    while t_two_sided_p(high, df) > target:
-        high *= 2
-    for _ in range(100):
-        middle = (low + high) / 2
-        if t_two_sided_p(middle, df) > target:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
-
-
-def _incomplete_beta(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b) (continued fraction, Lentz)."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-    front = math.exp(log_front + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return front * _beta_fraction(a, b, x) / a
-    return 1 - front * _beta_fraction(b, a, 1 - x) / b
-
-
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    tiny, c, d = 1e-300, 1.0, 1 - (a + b) * x / (a + 1)
-    d = 1 / (d if abs(d) > tiny else tiny)
-    result = d
-    for m in range(1, 300):
-        for numerator in (
-            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
-        ):
-            d = 1 + numerator * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + numerator / c
-            c = c if abs(c) > tiny else tiny
-            result *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return result

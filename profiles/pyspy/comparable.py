@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .compare import scope_effects
 from .findings import pool
 from .job_compare import rank_functions
 
@@ -45,6 +46,7 @@ def step_view(stats: Mapping[str, Any]) -> dict[str, Any]:
         "functions": [{"function": f, "frame": frame, "samples": n} for f, (n, frame) in ranked],
         "scope": STEP_THREADS,
         "step_thread_names": list(step.get("names") or []),
+        "design_effects": scope_effects(stats, "step"),
     }
 
 

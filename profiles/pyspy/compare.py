@@ -9,11 +9,17 @@ intervals. Why these: a Wald (normal) interval collapses to zero width when a sh
 0% or 100% (a keyword absent from one capture) and under-covers for the small shares
 that matter here (an allocator at 0.4%); Wilson does neither, never leaves [0, 100],
 and Newcombe's interval for the difference is consistent with the per-share intervals
-the page shows beside it. A change is a "real change" only when its interval excludes 0.
+the page shows beside it. A change is a "real change" only when its interval excludes 0
+and, since a table compares many rows at once, its Holm-adjusted p-value over the rows
+of its table is at most FAMILY_ERROR (1%): two captures of an unchanged job then show a
+real change anywhere in a table at most 1% of the time (`family_verdicts`).
 
-The intervals treat samples as independent draws. py-spy samples of one process are
-autocorrelated (a 200 ms sync spans several samples), so the true uncertainty is wider:
-read the intervals as optimistic.
+py-spy samples of one process are autocorrelated (a 200 ms sync spans several samples),
+so counting every sample as an independent draw makes intervals too narrow. A capture
+that keeps time carries each share's *design effect*, measured over time blocks
+(design.py: batch means), and every interval here counts `samples / design effect`
+(`effective`): Wilson and Newcombe on the effective sample size. A capture without time
+(an import, an older capture) keeps the independent intervals, and `method` says so.
 
 Direction: `before` is the earlier capture, `after` the later; every delta is
 after minus before, in percentage points.
@@ -25,7 +31,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
-from .thresholds import Z_95
+from .family import holm_adjusted
+from .student import t_quantile, t_two_sided_p
+from .thresholds import CONFIDENCE, FAMILY_ERROR, Z_95
 
 NOT_MEASURED = "not measured"
 REAL_CHANGE = "real change"
@@ -34,13 +42,17 @@ Verdict = Literal["real change", "within noise", "not measured"]
 
 
 class ShareSide(TypedDict):
-    """One capture's share of samples, in percent, with its 95% Wilson interval."""
+    """One capture's share of samples, in percent, with its 95% Wilson interval (on the
+    effective sample size when `design_effect` is given: that many samples count as
+    one independent draw)."""
 
     samples: int
     total: int
     percent: float
     low: float
     high: float
+    design_effect: NotRequired[float]
+    blocks: NotRequired[int]
 
 
 class ShareRow(TypedDict):
@@ -105,13 +117,121 @@ class DiffNode(TypedDict):
 METHOD = {
     "share": "Wilson score interval, 95%",
     "difference": "Newcombe hybrid score interval (method 10), 95%",
-    "verdict": "real change when the difference interval excludes 0",
+    "verdict": "real change when the difference interval excludes 0 and the change is "
+    "beyond noise for its whole table: Holm-adjusted p-value at most 1% over the table's rows",
     "assumption": "samples treated as independent; py-spy samples are autocorrelated, "
     "so the intervals are optimistic",
 }
+BLOCKS_ASSUMPTION = (
+    "samples counted as samples / design effect, each share's design effect measured "
+    "over time blocks of its capture (batch means), so autocorrelated waits are not "
+    "counted as independent draws"
+)
+PARTLY_ASSUMPTION = (
+    "design effects measured over time blocks where a capture keeps time; {side} keeps "
+    "none (an import, or taken before flamedeck kept time), so its samples are treated "
+    "as independent and those intervals are optimistic"
+)
 
 
-def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
+def method_of(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> dict[str, str]:
+    """How the intervals of two captures were computed: over time blocks when both keep
+    time (`design_effect` in their stats' time), else which side is independent."""
+    missing = [
+        side
+        for side, stats in (("before", before), ("after", after))
+        if not scope_effects(stats, "all")
+    ]
+    if not missing:
+        return {**METHOD, "assumption": BLOCKS_ASSUMPTION}
+    if len(missing) == 2:
+        return dict(METHOD)
+    return {**METHOD, "assumption": PARTLY_ASSUMPTION.format(side=f"the {missing[0]} side")}
+
+
+def scope_effects(stats: Mapping[str, Any] | None, scope: str) -> Mapping[str, Any] | None:
+    """The design effects (design.ScopeEffects) a capture's analysis stored for `scope`
+    ("step" or "all"), or None when it keeps no time."""
+    time = (stats or {}).get("time") or {}
+    effects = time.get("design_effect") if isinstance(time, Mapping) else None
+    found = effects.get(scope) if isinstance(effects, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def effect_of(effects: Mapping[str, Any] | None, kind: str, name: str) -> float:
+    """The design effect of one share (`kind` "state", "function", or anything else: a
+    frame, a category), 1.0 when none was measured; a share not measured takes the
+    largest of its scope (functions span states: their runs are the longest)."""
+    if not effects:
+        return 1.0
+    field = {"state": "states", "function": "functions"}.get(kind)
+    table = effects.get(field) if field else None
+    found = table.get(name) if isinstance(table, Mapping) else None
+    if found is None and kind == "state" and isinstance(table, Mapping) and table:
+        found = max(table.values())  # a state not sampled there: the states' largest
+    value = found if found is not None else effects.get("largest", 1.0)
+    return max(1.0, float(value))
+
+
+def blocks_of(effects: Mapping[str, Any] | None) -> int | None:
+    """The time blocks a capture's design effects were measured over (None: none)."""
+    blocks = (effects or {}).get("blocks")
+    return int(blocks) if isinstance(blocks, int) and blocks >= 2 else None
+
+
+def difference_p(
+    before: tuple[float, float],
+    after: tuple[float, float],
+    effects: tuple[float, float] = (1.0, 1.0),
+    blocks: tuple[int | None, int | None] = (None, None),
+) -> float:
+    """Two-sided p-value that two shares, (successes, n) each, are equal: the pooled
+    two-proportion test with each side's variance times its design effect, and, where a
+    side's effect was measured over `blocks` time blocks, Student's t with Welch's
+    degrees of freedom (blocks - 1 a side) instead of the normal; 1.0 when undefined.
+
+    A stored design effect is widened for 95% intervals by (t(m-1)/z)² (design.py); the
+    test takes that factor off again and uses the t distribution itself, so its p-value
+    holds at every level (Holm's small ones included), not only at 5%."""
+    (x1, n1), (x2, n2) = before, after
+    if n1 <= 0 or n2 <= 0:
+        return 1.0
+    pooled = (x1 + x2) / (n1 + n2)
+    if pooled <= 0 or pooled >= 1:
+        return 1.0
+    raw = [d / _widening(m) for d, m in zip(effects, blocks, strict=True)]
+    if all(blocks):
+        # Under "no change" both sides measure one design effect; each estimate is noisy
+        # (a bursty share's blocks are heavy-tailed), and the smaller one would make the
+        # test too bold: both sides take the larger.
+        raw = [max(raw)] * 2
+    sides = [pooled * (1 - pooled) * d / n for d, n in zip(raw, (n1, n2), strict=True)]
+    t = abs(x2 / n2 - x1 / n1) / math.sqrt(sum(sides))
+    terms = [v * v / (m - 1) for v, m in zip(sides, blocks, strict=True) if m]
+    if not terms:
+        return math.erfc(t / math.sqrt(2))
+    return t_two_sided_p(t, sum(sides) ** 2 / sum(terms))
+
+
+def _widening(blocks: int | None) -> float:
+    return (t_quantile(CONFIDENCE, blocks - 1) / Z_95) ** 2 if blocks else 1.0
+
+
+def pooled_effect(sides: Iterable[tuple[float, float]]) -> float:
+    """The design effect of a share pooled over independent captures (the ranks of a
+    job), from (samples, design effect) of each: Var(pooled) = Σ n_i d_i p(1-p) / N²,
+    so the effects weighted by samples."""
+    pairs = [(n, d) for n, d in sides if n > 0]
+    total = sum(n for n, _ in pairs)
+    return sum(n * d for n, d in pairs) / total if total else 1.0
+
+
+def effective(counts: tuple[float, float], design_effect: float = 1.0) -> tuple[float, float]:
+    """(successes, n) as that many independent draws: both divided by the design effect."""
+    return counts[0] / design_effect, counts[1] / design_effect
+
+
+def wilson_interval(successes: float, n: float, z: float = Z_95) -> tuple[float, float]:
     """The Wilson score interval for a proportion, as fractions; (0, 1) when n is 0."""
     if n <= 0:
         return 0.0, 1.0
@@ -126,7 +246,7 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
 
 
 def newcombe_interval(
-    before: tuple[int, int], after: tuple[int, int], z: float = Z_95
+    before: tuple[float, float], after: tuple[float, float], z: float = Z_95
 ) -> tuple[float, float]:
     """Newcombe's hybrid score interval for p_after - p_before, as fractions.
 
@@ -146,7 +266,12 @@ def newcombe_interval(
     return max(-1.0, low), min(1.0, high)
 
 
-def change_verdict(before: tuple[int, int], after: tuple[int, int]) -> Verdict:
+def two_proportion_p(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """Two-sided p-value of the pooled two-proportion z-test; 1.0 when undefined."""
+    return difference_p(before, after)
+
+
+def change_verdict(before: tuple[float, float], after: tuple[float, float]) -> Verdict:
     """ "real change" when the difference interval excludes 0, else "within noise"."""
     if before[1] <= 0 or after[1] <= 0:
         return NOT_MEASURED
@@ -158,16 +283,55 @@ def _points(fraction: float) -> float:
     return round(100 * fraction, 2)
 
 
-def share_side(samples: int, total: int) -> ShareSide:
-    low, high = wilson_interval(samples, total)
+def share_side(
+    samples: int, total: int, design_effect: float = 1.0, blocks: int | None = None
+) -> ShareSide:
+    low, high = wilson_interval(*effective((samples, total), design_effect))
     share = samples / total if total else 0.0
-    return {
+    side: ShareSide = {
         "samples": samples,
         "total": total,
         "percent": _points(share),
         "low": _points(low),
         "high": _points(high),
     }
+    if design_effect > 1.0:
+        side["design_effect"] = round(design_effect, 2)
+    if blocks:
+        side["blocks"] = blocks
+    return side
+
+
+def side_p(before: ShareSide, after: ShareSide) -> float:
+    """difference_p of two sides, each with its design effect and blocks."""
+    return difference_p(
+        (before["samples"], before["total"]),
+        (after["samples"], after["total"]),
+        (before.get("design_effect", 1.0), after.get("design_effect", 1.0)),
+        (before.get("blocks"), after.get("blocks")),
+    )
+
+
+def family_verdicts(rows: list[ShareRow], alpha: float = FAMILY_ERROR) -> list[ShareRow]:
+    """The rows of one table as one family: a row stays a "real change" only when its
+    Holm-adjusted p-value (side_p) is at most `alpha`, so an unchanged job's comparison
+    calls any row of the table a real change at most that often (rows share samples:
+    Holm holds under any dependence)."""
+    tested = [
+        r
+        for r in rows
+        if r["verdict"] != NOT_MEASURED and (r["before"]["samples"] or r["after"]["samples"])  # type: ignore[index]
+    ]
+    adjusted = holm_adjusted([side_p(r["before"], r["after"]) for r in tested])  # type: ignore[arg-type]
+    for row, p in zip(tested, adjusted, strict=True):
+        if p > alpha:
+            row["verdict"] = WITHIN_NOISE
+    return rows
+
+
+def side_counts(side: ShareSide) -> tuple[float, float]:
+    """A side's (samples, total) as independent draws (its design effect applied)."""
+    return effective((side["samples"], side["total"]), side.get("design_effect", 1.0))
 
 
 def share_row(name: str, before: ShareSide | None, after: ShareSide | None) -> ShareRow:
@@ -183,8 +347,7 @@ def share_row(name: str, before: ShareSide | None, after: ShareSide | None) -> S
     }
     if before is None or after is None or not before["total"] or not after["total"]:
         return row
-    counts_b = (before["samples"], before["total"])
-    counts_a = (after["samples"], after["total"])
+    counts_b, counts_a = side_counts(before), side_counts(after)
     low, high = newcombe_interval(counts_b, counts_a)
     row["delta_points"] = round(after["percent"] - before["percent"], 2)
     row["delta_low"], row["delta_high"] = _points(low), _points(high)
@@ -220,12 +383,22 @@ def compare_keywords(before: Mapping[str, Any], after: Mapping[str, Any]) -> lis
 
 def _compare_lists(before, after, field: str, name_of) -> list[ShareRow]:
     sides = []
+    kind = "state" if field == "states" else field
     for stats in (before, after):
         total = int(stats.get("total_samples") or 0)
         rows = stats.get(field) or []
-        sides.append({name_of(r): share_side(int(r["samples"]), total) for r in rows})
+        effects = scope_effects(stats, "all")
+        blocks = blocks_of(effects)
+        sides.append(
+            {
+                name_of(r): share_side(
+                    int(r["samples"]), total, effect_of(effects, kind, name_of(r)), blocks
+                )
+                for r in rows
+            }
+        )
     names = list(dict.fromkeys([*sides[0], *sides[1]]))
-    rows = [share_row(n, sides[0].get(n), sides[1].get(n)) for n in names]
+    rows = family_verdicts([share_row(n, sides[0].get(n), sides[1].get(n)) for n in names])
     return sorted(rows, key=_row_order)
 
 
@@ -251,24 +424,46 @@ def compare_frames(
     names = [str(r["frame"]) for r in lists[1][:limit]] + [
         str(r["frame"]) for r in lists[0][:limit]
     ]
-    rows = [_frame_row(n, by_frame, floors, totals) for n in dict.fromkeys(names)]
+    scopes = [scope_effects(s, "all") for s in (before, after)]
+    effects = tuple(effect_of(scope, "frame", "") for scope in scopes)
+    blocks = tuple(blocks_of(scope) for scope in scopes)
+    rows, p_values = [], []
+    for name in dict.fromkeys(names):
+        row, p = _frame_row(name, by_frame, floors, totals, effects, blocks)
+        rows.append(row)
+        p_values.append(p)
+    for row, p in zip(rows, holm_adjusted(p_values), strict=True):
+        if p > FAMILY_ERROR:  # the frames compared are one family (family_verdicts)
+            row["verdict"] = WITHIN_NOISE if row["verdict"] == REAL_CHANGE else row["verdict"]
     return sorted(rows, key=lambda r: (-abs(r["delta_points"]), r["frame"]))
 
 
-def _frame_row(name: str, by_frame, floors: list[int], totals: tuple[int, int]) -> FrameRow:
+def _frame_row(
+    name: str,
+    by_frame,
+    floors: list[int],
+    totals: tuple[int, int],
+    effects: tuple[float, ...] = (1.0, 1.0),
+    blocks: tuple[int | None, ...] = (None, None),
+) -> tuple[FrameRow, float]:
     found = [side.get(name) for side in by_frame]
     counts = [int(f["samples"]) if f else floors[i] for i, f in enumerate(found)]
     shares = [c / t if t else 0.0 for c, t in zip(counts, totals, strict=True)]
     delta = _points(shares[1] - shares[0])
     bound = "exact" if all(found) else ("at most" if found[0] else "at least")
-    verdict = change_verdict((counts[0], totals[0]), (counts[1], totals[1]))
+    verdict = change_verdict(
+        effective((counts[0], totals[0]), effects[0]), effective((counts[1], totals[1]), effects[1])
+    )
     if verdict == REAL_CHANGE and bound != "exact":
         # The bound only proves a change in the direction it limits.
         proves = delta < 0 if bound == "at most" else delta > 0
         verdict = REAL_CHANGE if proves else WITHIN_NOISE
     percent = [_points(s) if f else None for s, f in zip(shares, found, strict=True)]
     below = [None if f else _points(s) for s, f in zip(shares, found, strict=True)]
-    return {
+    p = difference_p((counts[0], totals[0]), (counts[1], totals[1]), effects[:2], blocks[:2])  # type: ignore[arg-type]
+    if verdict != REAL_CHANGE:
+        p = 1.0
+    row: FrameRow = {
         "frame": name,
         "before_percent": percent[0],
         "after_percent": percent[1],
@@ -278,6 +473,7 @@ def _frame_row(name: str, by_frame, floors: list[int], totals: tuple[int, int]) 
         "delta_bound": bound,
         "verdict": verdict,
     }
+    return row, p
 
 
 def lag_warnings(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[LagNote]:
@@ -308,7 +504,7 @@ def compare_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> Compar
         "top_self": compare_frames(before, after, "top_self"),
         "top_total": compare_frames(before, after, "top_total"),
         "lag_warnings": lag_warnings(before, after),
-        "method": dict(METHOD),
+        "method": method_of(before, after),
     }
 
 

@@ -46,9 +46,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
-from .compare import newcombe_interval
+from .compare import effective, newcombe_interval
+from .family import simultaneous_confidence
 from .findings import (
     Pooled,
     call_site,
@@ -68,11 +70,13 @@ from .straggler import (
     explain,
     find_straggler,
     function_counts,
+    merged_effects,
     peer_or_device_finding,
     pool_views,
     rank_view,
     state_counts,
     surfaced,
+    view_effect,
     wait_model,
     waiting,
     waiting_callers,
@@ -139,7 +143,7 @@ def rank_row(view: RankView) -> JobRank:
         {k: t[k] for k in ("name", "tid", "samples", "percent", "states", "active_percent")}
         for t in view.stats["threads"]
     ]
-    return {
+    row: JobRank = {
         "name": view.name,
         "step_threads": [t["name"] or str(t["tid"]) for t in view.threads],
         "detected_by": view.detected_by,
@@ -147,6 +151,9 @@ def rank_row(view: RankView) -> JobRank:
         "states": pooled_states(view.pooled),
         "threads": threads,  # type: ignore[typeddict-item]
     }
+    if view.effects:  # the whole-job compare counts shares over them (job_compare.py)
+        row["design_effect"] = view.effects  # type: ignore[typeddict-item]
+    return row
 
 
 def pooled_states(pooled: Pooled) -> list[StateStat]:
@@ -191,13 +198,23 @@ def alike(first: RankView, view: RankView) -> bool:
     look the same. (A function both run at different shares shows in the states.)"""
     if not first.pooled.samples or not view.pooled.samples:
         return first.pooled.samples == view.pooled.samples
-    pairs = [(state_counts(first, state), state_counts(view, state)) for state in STATES]
+    pairs = [
+        (effective(state_counts(first, s), view_effect(first, "state", s)),
+         effective(state_counts(view, s), view_effect(view, "state", s)))
+        for s in STATES
+    ]  # fmt: skip
     for function in first.functions.keys() | view.functions.keys():
         mine, theirs = function_counts(first, function), function_counts(view, function)
         if 100 * min(mine[0] / mine[1], theirs[0] / theirs[1]) < DISTINCT_OTHERS:
-            pairs.append((mine, theirs))
+            pairs.append(
+                (effective(mine, view_effect(first, "function", function)),
+                 effective(theirs, view_effect(view, "function", function)))
+            )  # fmt: skip
+    # Many shares are compared: each interval at Bonferroni's level (Holm's first step,
+    # blocks.simultaneous_confidence), so "not alike" is a claim at 95% for the pair.
+    z = NormalDist().inv_cdf(0.5 + simultaneous_confidence(len(pairs)) / 2)
     for mine, theirs in pairs:
-        low, high = newcombe_interval(mine, theirs)
+        low, high = newcombe_interval(mine, theirs, z=z)
         if 100 * low > CLASS_GAP or 100 * high < -CLASS_GAP:
             return False
     return True
@@ -245,7 +262,10 @@ def _apart(mine: Pooled, theirs: Pooled, main: str) -> str:
 def _distinctive(group: Sequence[RankView], rest: Sequence[RankView]) -> Explanation | None:
     """The class's user function that the other ranks hardly run (under DISTINCT_OTHERS
     percent), with the largest share above theirs."""
-    merged = RankView("", {}, [], "", pool_views(group), _merged_functions(group), 0, 0, 0)
+    merged = RankView(
+        "", {}, [], "", pool_views(group), _merged_functions(group), 0, 0, 0,
+        merged_effects(group),
+    )  # fmt: skip
     items = [
         i
         for i in explain(merged, rest)

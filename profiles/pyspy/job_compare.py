@@ -10,7 +10,10 @@ samples, so 64 ranks against 64 is a few thousand additions.
   listed apart (`only_a`, `only_b`) and compared nowhere.
 - Per shared role and pooled over every shared role's step threads: each state's
   share before and after, the difference, its 95% Newcombe interval and the verdict
-  of compare.py (a "real change" only when the interval excludes 0).
+  of compare.py (a "real change" only when the interval excludes 0 and it stands for
+  its whole table: Holm at 1% over the table's rows). Ranks that keep time carry their
+  step threads' design effects (`design_effect`, design.py): each share counts its
+  samples over them, pooled over ranks by samples.
 - Findings by rule and rank: `resolved` (a rule held on a rank before, not after),
   `new`, `persisting`.
 - Functions: per class of ranks (the after capture's classes), the user functions
@@ -22,7 +25,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from .compare import REAL_CHANGE, share_row, share_side
+from .compare import (
+    REAL_CHANGE,
+    blocks_of,
+    effect_of,
+    family_verdicts,
+    pooled_effect,
+    share_row,
+    share_side,
+)
 from .states import STATES
 
 RankFunctions = tuple[int, Mapping[str, tuple[int, str]]]
@@ -97,7 +108,11 @@ def compare_jobs(
         "straggler": {"a": a.get("straggler"), "b": b.get("straggler")},
         "findings": finding_changes(a.get("findings") or [], b.get("findings") or []),
         "functions": function_changes(
-            _classes(b, a, set(shared)), functions_a or {}, functions_b or {}
+            _classes(b, a, set(shared)),
+            functions_a or {},
+            functions_b or {},
+            _effects(ranks_a),
+            _effects(ranks_b),
         ),
     }
 
@@ -108,17 +123,45 @@ def state_changes(
     """Each state either side saw, in STATES order, over the given ranks pooled."""
     counts_a, total_a = _state_counts(before)
     counts_b, total_b = _state_counts(after)
+    effects_a, effects_b = _effects(before), _effects(after)
     rows = []
     for state in STATES:
         if not counts_a.get(state) and not counts_b.get(state):
             continue
-        row = share_row(
-            state,
-            share_side(counts_a.get(state, 0), total_a) if total_a else None,
-            share_side(counts_b.get(state, 0), total_b) if total_b else None,
+        rows.append(
+            share_row(
+                state,
+                _side(counts_a.get(state, 0), total_a, effects_a, list(effects_a), "state", state)
+                if total_a
+                else None,
+                _side(counts_b.get(state, 0), total_b, effects_b, list(effects_b), "state", state)
+                if total_b
+                else None,
+            )
         )
-        rows.append(_change(state, row))
-    return rows
+    return [_change(row["name"], row) for row in family_verdicts(rows)]
+
+
+def _effects(ranks: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """{role: (its step samples, its design effects or None)} of report ranks."""
+    rows = ranks.values() if isinstance(ranks, Mapping) else ranks
+    return {r["name"]: (int(r.get("samples") or 0), r.get("design_effect")) for r in rows}
+
+
+def _side(
+    samples: int,
+    total: int,
+    effects: Mapping[str, Any] | None,
+    ranks: Sequence[str],
+    kind: str,
+    name: str,
+):
+    """The share over `ranks` pooled, counted over their design effects (pooled by
+    samples, compare.pooled_effect) and the fewest blocks among them."""
+    found = [effects[r] for r in ranks if effects and r in effects]
+    effect = pooled_effect((n, effect_of(e, kind, name)) for n, e in found)
+    blocks = [b for _, e in found if (b := blocks_of(e))]
+    return share_side(samples, total, effect, min(blocks) if len(blocks) == len(found) else None)
 
 
 def _state_counts(ranks: Sequence[Mapping[str, Any]]) -> tuple[dict[str, int], int]:
@@ -197,6 +240,8 @@ def function_changes(
     classes: Sequence[tuple[str, list[str]]],
     functions_a: Mapping[str, RankFunctions],
     functions_b: Mapping[str, RankFunctions],
+    effects_a: Mapping[str, Any] | None = None,
+    effects_b: Mapping[str, Any] | None = None,
 ) -> list[FunctionChange]:
     """Per class, the user functions whose share moved beyond noise, largest first."""
     rows: list[FunctionChange] = []
@@ -206,12 +251,19 @@ def function_changes(
         if not total_a or not total_b:
             continue
         moved = []
-        for function in by_a.keys() | by_b.keys():
+        tested = []
+        for function in sorted(by_a.keys() | by_b.keys()):
             samples_a, frame_a = by_a.get(function, (0, ""))
             samples_b, frame_b = by_b.get(function, (0, ""))
             row = share_row(
-                function, share_side(samples_a, total_a), share_side(samples_b, total_b)
+                function,
+                _side(samples_a, total_a, effects_a, ranks, "function", function),
+                _side(samples_b, total_b, effects_b, ranks, "function", function),
             )
+            tested.append((row, frame_a, frame_b))
+        family_verdicts([row for row, _, _ in tested])
+        for row, frame_a, frame_b in tested:
+            function = row["name"]
             if row["verdict"] != REAL_CHANGE:  # the page lists what moved, not noise
                 continue
             change = _change(function, row)

@@ -33,15 +33,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from itertools import pairwise
-from operator import mul
 from typing import NamedTuple
 
-from .blocks import t_quantile
-from .findings import call_site, severity, step_threads, top_frames
+from .design import step_tids
+from .findings import call_site, severity, top_frames
 from .functions import function_name
 from .states import NO_USER_FRAME, STATES
+from .student import t_quantile
 from .thresholds import (
     BURST_SHARE,
     COINCIDE_SHARE,
@@ -58,10 +58,9 @@ from .thresholds import (
 )  # noqa: E402 - the thresholds of periodic stalls, with their reasons
 from .timed import NO_STATE, TimedCapture
 from .timetrack import ThreadTrack
-from .types import PeriodicFinding, StateStat, ThreadStat
+from .types import PeriodicFinding
 
 RULE = "periodic_stall"
-_BYTES = [b"\x00", b"\x01"]
 
 
 class Burst(NamedTuple):
@@ -90,10 +89,7 @@ def periodic_stalls(
     """`periodic_stall` findings on the capture's step threads (module doc), most time first."""
     found: dict[str, PeriodicFinding] = {}
     timed = capture.timed()
-    chosen = {
-        str(t["tid"])
-        for t in step_threads(_thread_stats(capture, timed), step_thread_names).threads
-    }
+    chosen = step_tids(capture, timed, step_thread_names)
     for thread in timed:
         if str(thread.tid) not in chosen:
             continue
@@ -105,30 +101,6 @@ def periodic_stalls(
             if known is None or finding["value"] > known["value"]:
                 found[stall.signal] = finding
     return sorted(found.values(), key=lambda f: (-f["interval"][0], f["title"]))
-
-
-def _thread_stats(capture: TimedCapture, threads: Sequence[ThreadTrack]) -> list[ThreadStat]:
-    """Enough of each thread's stats for findings.step_threads: samples and states."""
-    rows: list[ThreadStat] = []
-    for thread in threads:
-        states = capture.sample_states(thread)
-        counts = [states.count(s) for s in range(len(STATES))]
-        rows.append(
-            {
-                "name": thread.name,
-                "tid": thread.tid,
-                "pid": thread.pid,
-                "samples": sum(counts),
-                "percent": 0.0,
-                "states": [_state_row(s, c) for s, c in zip(STATES, counts, strict=True)],
-                "active_percent": None,
-            }
-        )
-    return rows
-
-
-def _state_row(state: str, samples: int) -> StateStat:
-    return {"state": state, "samples": samples, "percent": 0.0, "user_callers": []}
 
 
 class _Series(NamedTuple):
@@ -165,18 +137,11 @@ def _series(capture: TimedCapture, thread: ThreadTrack) -> _Series:
     states = capture.sample_states(thread)
     totals = [(b - a) - states.count(NO_STATE, a, b) for a, b in pairwise(edges)]
     candidates = _candidates(capture, thread, sum(totals))
-    marks = {key: _signal(thread, _marks(capture, key)) for key in candidates}
+    marks = {key: capture.flags(thread, capture.marks(*key)) for key in candidates}
     signals = {
         key: [hits.count(1, a, b) for a, b in pairwise(edges)] for key, hits in marks.items()
     }
     return _Series(edges, totals, signals, marks)
-
-
-def _signal(thread: ThreadTrack, mark: bytes) -> bytes:
-    """1 for each of the thread's samples with the signal, else 0 (a byte per run,
-    repeated by its length: no Python code per sample)."""
-    values, runs = thread.runs()
-    return b"".join(map(mul, map(_BYTES.__getitem__, map(mark.__getitem__, values)), runs))
 
 
 def _candidates(capture: TimedCapture, thread: ThreadTrack, total: int) -> list[tuple[str, bool]]:
@@ -199,17 +164,6 @@ def _candidates(capture: TimedCapture, thread: ThreadTrack, total: int) -> list[
                 functions[name] += n
     found += [(name, True) for name, n in sorted(functions.items()) if least <= n <= most]
     return found
-
-
-def _marks(capture: TimedCapture, key: tuple[str, bool]) -> bytes:
-    signal, is_function = key
-    if is_function:
-        found = bytearray(signal in names for names in capture.user_functions())
-    else:
-        index = STATES.index(signal)
-        found = bytearray(s == index for s in capture.line_states()[:-1])
-    found.append(0)  # NO_LINE (-1) picks the last entry
-    return bytes(found)
 
 
 def _regular(

@@ -12,20 +12,32 @@ top `top_frames` of either side's `top_self` and `top_total`) gets a two-proport
 z-test (pooled, two-sided) and a Newcombe interval for its change (compare.py). The
 p-values of all rows compared are corrected together by Benjamini–Hochberg at
 `false_discovery_rate`; a row *moved* when its adjusted p-value is below it AND its
-change is at least `min_effect_points`. py-spy spaces its samples at random, so a
-share is a binomial draw; the tests assume independent samples.
+change is at least `min_effect_points`. py-spy's samples are autocorrelated (a wait
+spans many), so where both captures keep time each share counts samples / its design
+effect (design.py, measured over time blocks; compare.effective): the z-test and the
+interval are then those of that many independent draws. Without time (an import, an
+older capture) the samples are treated as independent, and `options.intervals` says so.
 
 Series of captures: changepoint.py.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from .compare import ShareSide, newcombe_interval, share_side
+from .compare import (
+    ShareSide,
+    blocks_of,
+    difference_p,
+    effect_of,
+    effective,
+    newcombe_interval,
+    scope_effects,
+    share_side,
+    two_proportion_p,  # noqa: F401 - the pooled test, as tests and earlier callers know it
+)
 from .state_rules import STATES
 from .thresholds import (
     FALSE_DISCOVERY_RATE,
@@ -175,19 +187,6 @@ def tracked_counts(
 # --- tests -----------------------------------------------------------------------------
 
 
-def two_proportion_p(before: tuple[int, int], after: tuple[int, int]) -> float:
-    """Two-sided p-value of the pooled two-proportion z-test; 1.0 when undefined."""
-    (x1, n1), (x2, n2) = before, after
-    if n1 <= 0 or n2 <= 0:
-        return 1.0
-    pooled = (x1 + x2) / (n1 + n2)
-    variance = pooled * (1 - pooled) * (1 / n1 + 1 / n2)
-    if variance <= 0:
-        return 1.0
-    z = abs(x2 / n2 - x1 / n1) / math.sqrt(variance)
-    return math.erfc(z / math.sqrt(2))
-
-
 def benjamini_hochberg(p_values: Sequence[float], *, dependent: bool = False) -> list[float]:
     """Adjusted p-values (q-values) of the BH step-up procedure, in input order.
 
@@ -206,28 +205,42 @@ def benjamini_hochberg(p_values: Sequence[float], *, dependent: bool = False) ->
     return adjusted
 
 
-def _row(key: str, counts: tuple[Count, Count], totals: tuple[int, int]) -> Row:
+def design_effects(stats: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The design effects of the shares `stats` holds: a step view's own
+    (comparable.step_view), else the whole capture's (all threads); None without time."""
+    if "design_effects" in stats:
+        return stats["design_effects"]
+    return scope_effects(stats, "all")
+
+
+def _row(
+    key: str,
+    counts: tuple[Count, Count],
+    totals: tuple[int, int],
+    effects: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None),
+) -> Row:
     (before, after), (n1, n2) = counts, totals
     x1, x2 = before["samples"], after["samples"]
-    low, high = newcombe_interval((x1, n1), (x2, n2))
+    kind, _, name = key.partition(":")
+    d1, d2 = (effect_of(e, kind, name) for e in effects)
+    low, high = newcombe_interval(effective((x1, n1), d1), effective((x2, n2), d2))
     bound = (
         "exact"
         if before["exact"] and after["exact"]
         else ("before below" if not before["exact"] else "after below")
     )
-    p = two_proportion_p((x1, n1), (x2, n2))
+    p = difference_p((x1, n1), (x2, n2), (d1, d2), tuple(blocks_of(e) for e in effects))  # type: ignore[arg-type]
     delta = 100 * (x2 / n2 - x1 / n1)
     # A bound proves only a change away from it: a frame gone from the top list
     # (after below) can prove a drop, one new to it (before below) a rise.
     if (bound == "after below" and delta >= 0) or (bound == "before below" and delta <= 0):
         p = 1.0
-    kind, _, name = key.partition(":")
     return {
         "key": key,
         "kind": kind,  # type: ignore[typeddict-item]
         "name": name,
-        "before": share_side(x1, n1),
-        "after": share_side(x2, n2),
+        "before": share_side(x1, n1, d1),
+        "after": share_side(x2, n2, d2),
         "delta_points": round(delta, 2),
         "delta_low": round(100 * low, 2),
         "delta_high": round(100 * high, 2),
@@ -285,7 +298,11 @@ def judge(
         )
         return result
     pairs = paired_counts(before, after, options.top_frames)
-    rows = _distinct([_row(k, c, totals) for k, c in pairs.items()])
+    effects = (design_effects(before), design_effects(after))
+    result["options"]["intervals"] = (
+        "design effects over time blocks" if all(effects) else "independent samples"
+    )
+    rows = _distinct([_row(k, c, totals, effects) for k, c in pairs.items()])
     adjusted = benjamini_hochberg([r["p_value"] for r in rows], dependent=options.dependent)
     for row, q in zip(rows, adjusted, strict=True):
         row["q_value"] = q

@@ -20,7 +20,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .compare import newcombe_interval
+from .compare import (
+    blocks_of,
+    difference_p,
+    effect_of,
+    effective,
+    newcombe_interval,
+    pooled_effect,
+    scope_effects,
+)
+from .family import holm_adjusted
 from .findings import (
     NO_USER_FRAME,
     Pooled,
@@ -36,7 +45,7 @@ from .frames import is_native, split_location
 from .functions import TOP_FUNCTIONS, function_name
 from .ranknames import ranks_label
 from .rankstats import FRAME_LISTS
-from .thresholds import COLLECTIVE_WAIT, EXPLAIN_MIN, MIN_SAMPLES, STRAGGLER_GAP
+from .thresholds import COLLECTIVE_WAIT, CONFIDENCE, EXPLAIN_MIN, MIN_SAMPLES, STRAGGLER_GAP
 from .types import Explanation, Finding, Straggler, WaitModel
 
 EXPLAIN_TOP = 6
@@ -65,6 +74,8 @@ class RankView(NamedTuple):
     waiting: int
     """Of `whole`: samples in the wait model's waiting states (collective; with async
     collectives also gpu_sync and host_sync), plus the rounds left without a sample."""
+    effects: Mapping[str, Any] | None = None
+    """The step threads' design effects (design.ScopeEffects), None without time."""
 
 
 def rank_view(
@@ -81,7 +92,7 @@ def rank_view(
     for row in rows:
         for fn in row["functions"]:
             samples = functions.get(fn["function"], (0, ""))[0] + fn["samples"]
-            if fn["samples"] > best.get(fn["function"], 0):
+            if fn["function"] not in functions or fn["samples"] > best[fn["function"]]:
                 best[fn["function"]] = fn["samples"]
                 functions[fn["function"]] = (samples, fn["frame"])
             else:
@@ -97,7 +108,16 @@ def rank_view(
     if stats.get("idle_included") is False and rounds * len(chosen.threads) > whole:
         whole = rounds * len(chosen.threads)
     view = RankView(
-        name, stats, chosen.threads, chosen.detected_by, pooled, functions, floor, whole, 0
+        name,
+        stats,
+        chosen.threads,
+        chosen.detected_by,
+        pooled,
+        functions,
+        floor,
+        whole,
+        0,
+        scope_effects(stats, "step"),
     )
     return with_waits(view, waits)
 
@@ -186,7 +206,10 @@ def find_straggler(
         return None
     mine = (candidate.waiting, candidate.whole)
     for other in others:
-        low, _ = newcombe_interval(mine, (other.waiting, other.whole))
+        low, _ = newcombe_interval(
+            effective(mine, wait_effect(candidate, waits)),
+            effective((other.waiting, other.whole), wait_effect(other, waits)),
+        )
         if 100 * low <= STRAGGLER_GAP:
             return None
     return {
@@ -194,6 +217,41 @@ def find_straggler(
         "wait_percent": round(100 * mine[0] / mine[1], 1),
         "others_wait_percent": round(100 * waited[0] / waited[1], 1),
         "explanation": explain(candidate, others, waits),
+    }
+
+
+def wait_effect(view: RankView, waits: tuple[str, ...]) -> float:
+    """The design effect of a rank's waiting share: the largest of its waiting states'."""
+    return max(effect_of(view.effects, "state", state) for state in waits)
+
+
+def view_effect(view: RankView, kind: str, name: str) -> float:
+    return effect_of(view.effects, kind, name)
+
+
+def pooled_blocks(views: Iterable[RankView]) -> int | None:
+    """The fewest time blocks among the ranks' design effects (the test's degrees of
+    freedom, conservatively), None when none keeps time."""
+    found = [b for v in views if (b := blocks_of(v.effects))]
+    return min(found) if found else None
+
+
+def pooled_view_effect(views: Iterable[RankView], kind: str, name: str) -> float:
+    """The design effect of a share pooled over ranks (compare.pooled_effect)."""
+    return pooled_effect((v.pooled.samples, view_effect(v, kind, name)) for v in views)
+
+
+def merged_effects(views: Sequence[RankView]) -> dict[str, Any] | None:
+    """Design effects of several ranks' step threads pooled (a class of ranks), or None
+    when none of them keeps time."""
+    if not any(v.effects for v in views):
+        return None
+    states = {s for v in views for s in (v.effects or {}).get("states") or {}}
+    functions = {f for v in views for f in (v.effects or {}).get("functions") or {}}
+    return {
+        "states": {s: pooled_view_effect(views, "state", s) for s in states},
+        "functions": {f: pooled_view_effect(views, "function", f) for f in functions},
+        "largest": pooled_view_effect(views, "frame", ""),
     }
 
 
@@ -218,21 +276,38 @@ def explain(
     waiting state (`waits`): what the others wait in, the straggler's own is smaller."""
     # Shares of the samples seen (without idle samples, of the time each was running):
     # a share of rounds would credit every frame of a less-blocked rank with the gap.
+    # Each share counts its samples over its design effect (compare.effective), and the
+    # many functions and lines tested are one family: Holm's correction (blocks.py)
+    # keeps the chance of even one false item in the list at 5%.
     total = sum(o.pooled.samples for o in others)
-    items: list[Explanation] = []
+    blocks = (blocks_of(rank.effects), pooled_blocks(others))
+    tested: list[tuple[Explanation, float]] = []
     for function, (samples, frame) in rank.functions.items():
         theirs = sum(function_samples(o, function) for o in others)
-        item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
+        effects = (
+            view_effect(rank, "function", function),
+            pooled_view_effect(others, "function", function),
+        )
+        item = _difference(frame, (samples, rank.pooled.samples), (theirs, total), effects, blocks)
         if item is not None:
-            items.append({**item, "function": function})
+            tested.append(({**item[0], "function": function}, item[1]))
     for state, callers in rank.pooled.callers.items():
         if state in waits:
             continue
+        effects = (view_effect(rank, "state", state), pooled_view_effect(others, "state", state))
         for frame, samples in callers.items():
             theirs = sum(_caller_samples(o, state, frame) for o in others)
-            item = _difference(frame, (samples, rank.pooled.samples), (theirs, total))
+            item = _difference(
+                frame, (samples, rank.pooled.samples), (theirs, total), effects, blocks
+            )
             if item is not None:
-                items.append({**item, "state": state})
+                tested.append(({**item[0], "state": state}, item[1]))
+    adjusted = holm_adjusted([p for _, p in tested])
+    items = [
+        item
+        for (item, _), p in zip(tested, adjusted, strict=True)
+        if p <= 1 - CONFIDENCE and item["delta"] >= EXPLAIN_MIN and item["interval"][0] > 0
+    ]
     # A state at a line of a function listed already says the same thing again.
     listed = {i["function"] for i in items if "function" in i}
     items = [i for i in items if "state" not in i or function_name(i["frame"]) not in listed]
@@ -240,22 +315,30 @@ def explain(
     return items[:EXPLAIN_TOP]
 
 
-def _difference(frame: str, mine: tuple[int, int], theirs: tuple[int, int]) -> Explanation | None:
-    """The item when mine exceeds theirs by EXPLAIN_MIN points, beyond noise; None when
-    either side has no samples (nothing to compare with)."""
+def _difference(
+    frame: str,
+    mine: tuple[int, int],
+    theirs: tuple[int, int],
+    effects: tuple[float, float] = (1.0, 1.0),
+    blocks: tuple[int | None, int | None] = (None, None),
+) -> tuple[Explanation, float] | None:
+    """The item and its p-value (a test of the family explain corrects) when mine is
+    larger than theirs; None when either side has no samples or mine is not larger."""
     if mine[1] <= 0 or theirs[1] <= 0:
         return None
-    low, high = newcombe_interval(theirs, mine)
+    counts = effective(theirs, effects[1]), effective(mine, effects[0])
+    low, high = newcombe_interval(*counts)
     percent, others = 100 * mine[0] / mine[1], 100 * theirs[0] / theirs[1]
-    if low <= 0 or percent - others < EXPLAIN_MIN or frame == NO_USER_FRAME:
+    if percent <= others or frame == NO_USER_FRAME:
         return None
-    return {
+    item: Explanation = {
         "frame": frame,
         "percent": round(percent, 1),
         "others_percent": round(others, 1),
         "delta": round(percent - others, 1),
         "interval": [round(100 * low, 1), round(100 * high, 1)],
     }
+    return item, difference_p(theirs, mine, (effects[1], effects[0]), (blocks[1], blocks[0]))
 
 
 def function_samples(view: RankView, function: str) -> int:

@@ -170,3 +170,11 @@ MIN_BLOCKS = 2
 CONFIDENCE = 0.95
 """The level of the batch-means intervals and of Holm's family: the 95% every other
 interval of the engine uses."""
+DESIGN_FUNCTIONS = 40
+"""User functions of the step threads whose design effect is measured (the most sampled
+first): more than a watch (15) or a rank's lists compare; the rest use the largest
+measured."""
+FAMILY_ERROR = 0.01
+"""A compare table (states, categories, keywords, frames) is one family: Holm's correction
+at 1% over its rows, so two captures of an unchanged job show any "real change" in a
+table at most 1% of the time (bench/bench_intervals.py), as rare as a watch's alarm."""

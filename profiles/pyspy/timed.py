@@ -25,6 +25,7 @@ from .states import STATES, Classified, UserCode, classify
 from .timetrack import ThreadTrack, Track, require_time
 
 _BYTE = [bytes([i]) for i in range(256)]
+_FLAG = [b"\x00", b"\x01"]
 NO_STATE = 255
 """A sample's state when it counts in no record (a malformed sample)."""
 
@@ -100,6 +101,23 @@ class TimedCapture:
         wanted = {STATES.index(s) for s in states}
         table = bytes(1 if i in wanted else 0 for i in range(256))
         return self.sample_states(thread).translate(table)
+
+    def marks(self, signal: str, is_function: bool) -> bytes:
+        """Per record, 1 when it has the signal (a user function anywhere on its stack,
+        or its state), else 0; one more 0 entry, that a NO_LINE (-1) index picks."""
+        if is_function:
+            found = bytearray(signal in names for names in self.user_functions())
+        else:
+            index = STATES.index(signal)
+            found = bytearray(s == index for s in self.line_states()[:-1])
+        found.append(0)
+        return bytes(found)
+
+    def flags(self, thread: ThreadTrack, marks: bytes) -> bytes:
+        """1 for each of the thread's samples whose record `marks` marks, else 0, in
+        order (a byte per run, repeated by its length: no Python code per sample)."""
+        values, runs = thread.runs()
+        return b"".join(map(mul, map(_FLAG.__getitem__, map(marks.__getitem__, values)), runs))
 
     def sample_states(self, thread: ThreadTrack) -> bytes:
         """The state of each of the thread's samples, in order (cached per thread): one

@@ -139,6 +139,29 @@ class Stats(TypedDict):
     set by the dashboard's analysis (profiles.captures.analysis), not by `analyze`."""
 
 
+class ScopeEffects(TypedDict):
+    """Design effects of one scope's shares (design.py; 1.0: independent samples)."""
+
+    samples: int
+    blocks: int
+    """Time blocks measured: the intervals' and tests' degrees of freedom are one fewer."""
+    states: dict[str, float]
+    functions: dict[str, float]
+    largest: float
+    """The largest measured: what a share not measured here takes (a state not measured
+    takes the largest state's)."""
+
+
+class DesignEffects(TypedDict):
+    """How many samples count as one independent draw, per share (design.py)."""
+
+    method: str
+    block_s: float
+    blocks: int
+    step: ScopeEffects
+    all: ScopeEffects
+
+
 class TimeInfo(TypedDict):
     """A capture's time: `available`, else `reason`; when available the clock (host
     epoch seconds of the first sample and of py-spy's stop), the requested rate, the
@@ -152,6 +175,7 @@ class TimeInfo(TypedDict):
     rounds: NotRequired[int]
     bucket_s: NotRequired[float]
     untimed: NotRequired[list[str]]
+    design_effect: NotRequired[DesignEffects | None]
 
 
 class DumpLocal(TypedDict):
@@ -268,6 +292,8 @@ class JobRank(TypedDict):
     samples: int
     states: list[StateStat]
     threads: list[JobThread]
+    design_effect: NotRequired[ScopeEffects]
+    """Its step threads' design effects, when its capture keeps time (design.py)."""
 
 
 class JobClass(TypedDict):

@@ -28,6 +28,11 @@ ShareSideSerializer = typed(
         "percent": "The share, in percent.",
         "low": "95% Wilson interval, low end (percent).",
         "high": "95% Wilson interval, high end (percent).",
+        "design_effect": "How many samples count as one independent draw, measured over "
+        "time blocks of a capture that keeps time; the interval is Wilson's on samples / "
+        "design effect. Absent: samples treated as independent.",
+        "blocks": "Time blocks the design effect was measured over: a test of this share "
+        "uses Student's t with one fewer degrees of freedom. Absent: no blocks.",
     },
 )
 MovedRowSerializer = typed(
@@ -41,7 +46,8 @@ MovedRowSerializer = typed(
         "delta_points": "After minus before, in points.",
         "delta_low": "95% Newcombe interval of the change, low.",
         "delta_high": "95% Newcombe interval of the change, high.",
-        "p_value": "Two-proportion z-test, two-sided.",
+        "p_value": "Two-proportion test, two-sided: each side's variance times its design "
+        "effect and Student's t over its time blocks where a capture keeps time.",
         "q_value": "Benjamini–Yekutieli adjusted p-value.",
         "bound": "exact, or `before below`/`after below` (a frame absent from a top list).",
         "moved": "Significant and at least the minimum effect.",

@@ -72,6 +72,12 @@ def test_a_capture_keeps_its_time_and_finds_the_planted_period_on_the_jobs_clock
     assert abs(stall["period_s"] - period) <= 0.1 * period, (stall, period)
     assert abs(stall["duration_s"] - length) <= 0.3, (stall, length)
     assert "evaluate" in (stall.get("function") or ""), stall
+    # Its design effects, measured over 1 s blocks: the evaluation in bursts counts many
+    # samples as one draw, which every later interval of this capture uses.
+    effects = time_info["design_effect"]
+    assert effects["blocks"] >= 8 and effects["block_s"] >= 1.0, effects
+    (evaluate,) = [v for f, v in effects["step"]["functions"].items() if "evaluate" in f]
+    assert evaluate > 2 and effects["step"]["largest"] >= evaluate, effects
 
     # The API says so too, and gives the timeline and windows on the same clock.
     body = api.get(f"/api/captures/{capture_id}/").json()
