@@ -11,7 +11,7 @@ for bench/suite_cpu.py (a plugin: `PYTHONPATH=bench pytest -p suite_cpu`).
 Imports inside functions (bench_group.py's `from tests.support.sshd import ...`) run
 only with the bench, so each file's project imports, at any depth, are also read from
 its source and resolved, names included. Files that need torch (not in the project's
-venv) get only that check where torch is missing.
+venv) are imported again in PyTorch's venv (`make torchenv`).
 """
 
 import json
@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.requirements import require_torch
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -112,10 +114,50 @@ def test_there_are_bench_files():
     assert len(FILES) > 10 and "bench_own_processes" in LOCAL
 
 
+TORCH_CHILD = r"""
+import importlib.util, json, sys, traceback
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[1])
+results = {}
+for file in sys.argv[2:]:
+    path = Path(file)
+    try:
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        results[path.stem] = "ok"
+    except BaseException:
+        results[path.stem] = traceback.format_exc()
+print("RESULTS " + json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def torch_imported(imported) -> dict[str, str]:
+    """The files that need torch, imported in PyTorch's venv (one child for them all)."""
+    files = [
+        str(BENCH / f"{name}.py") for name, r in imported.items() if r["import"] == "needs torch"
+    ]
+    if not files:
+        return {}
+    done = subprocess.run(
+        [require_torch(), "-P", "-c", TORCH_CHILD, str(BENCH), *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULTS ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    return json.loads(lines[-1].removeprefix("RESULTS "))
+
+
 @pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
-def test_a_bench_file_imports_and_its_project_imports_resolve(imported, path):
+def test_a_bench_file_imports_and_its_project_imports_resolve(imported, path, request):
     result = imported[path.stem]
     assert not result["names"], f"{path.name}: " + "; ".join(result["names"])
-    if result["import"] == "needs torch":
-        pytest.skip("needs torch (its own venv); its project imports were resolved")
+    if result["import"] == "needs torch":  # then in PyTorch's own venv
+        result = {"import": request.getfixturevalue("torch_imported")[path.stem]}
     assert result["import"] == "ok", f"{path.name} does not import:\n{result['import']}"
