@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import json
 import math
 import os
 import random
@@ -45,6 +44,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests.support.speedscope_doc import speedscope  # noqa: E402 - as the time tests build them
 
 RATE = 100
 EVAL_EVERY = 50
@@ -275,47 +276,9 @@ def capture_doc(run: tuple, seed: int, index: int, seconds: float) -> str:
         [
             (1001, "MainThread", sampled(steps, STACKS, rng, start, n)),
             (1017, "loader", sampled(loader, LOADER, rng, start, n)),
-        ]
+        ],
+        rate=RATE,
     )
-
-
-def speedscope(threads: list[tuple[int, str, list[list[str]]]]) -> str:
-    """A py-spy speedscope document: per thread (tid, name, its samples, root first)
-    (tests/profiles/pyspy/timeline_data.py's builder)."""
-    frames: dict[str, int] = {}
-    profiles = []
-    for tid, name, samples in threads:
-        ids = [[frames.setdefault(f, len(frames)) for f in stack] for stack in samples]
-        profiles.append(
-            {
-                "type": "sampled",
-                "name": f'Thread {tid} "{name}"',
-                "unit": "seconds",
-                "startValue": 0,
-                "endValue": len(ids) / RATE,
-                "samples": ids,
-                "weights": [1 / RATE] * len(ids),
-            }
-        )
-    shared = [_frame_object(f) for f in frames]
-    return json.dumps(
-        {
-            "$schema": "https://www.speedscope.app/file-format-schema.json",
-            "profiles": profiles,
-            "shared": {"frames": shared},
-        }
-    )
-
-
-def _frame_object(text: str) -> dict[str, Any]:
-    name, _, rest = text.rpartition(" (")
-    file, _, line = rest[:-1].rpartition(":")
-    if not file:
-        return {"name": name, "file": rest[:-1], "line": 0}
-    return {"name": name, "file": file, "line": int(line)}
-
-
-# --- the product's pipeline ------------------------------------------------------------
 
 
 def _setup() -> None:

@@ -95,15 +95,16 @@ print("RESULTS " + json.dumps(results))
 
 @pytest.fixture(scope="module")
 def imported() -> dict[str, dict]:
+    argv = [sys.executable, "-P", "-c", CHILD, str(BENCH), str(ROOT), ",".join(PROJECT)]
+    return _results(argv + [str(path) for path in FILES], timeout_s=60)
+
+
+def _results(argv: list[str], timeout_s: float) -> dict:
+    """What a child prints on its `RESULTS` line (JSON), run without the test's
+    DJANGO_SETTINGS_MODULE."""
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     done = subprocess.run(
-        [sys.executable, "-P", "-c", CHILD, str(BENCH), str(ROOT), ",".join(PROJECT)]
-        + [str(path) for path in FILES],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULTS ")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
@@ -142,16 +143,7 @@ def torch_imported(imported) -> dict[str, str]:
     ]
     if not files:
         return {}
-    done = subprocess.run(
-        [require_torch(), "-P", "-c", TORCH_CHILD, str(BENCH), *files],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULTS ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    return json.loads(lines[-1].removeprefix("RESULTS "))
+    return _results([require_torch(), "-P", "-c", TORCH_CHILD, str(BENCH), *files], 120)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
