@@ -107,13 +107,15 @@ def analyze_job(
     waits = tuple(model["waiting_states"])
     peers_by = ("collective",) if model["kind"] == "blocking" else ("collective", "device")
     views = [with_waits(v, waits) for v in with_peer_threads(views, names, peers_by)]
-    straggler = find_straggler(views, waits)
+    straggler, stuck = find_straggler(views, waits), find_stuck(views)
+    if straggler is not None and stuck is not None:
+        straggler["stuck"] = True  # so a client reading the straggler alone is not misled
     return {
         "ranks": [rank_row(v) for v in views],
         "straggler": straggler,
         "wait_model": model,
         "classes": rank_classes(views),
-        "findings": job_findings(views, straggler, find_stuck(views), waits),
+        "findings": job_findings(views, straggler, stuck, waits),
     }
 
 

@@ -267,6 +267,9 @@ class Straggler(TypedDict):
     wait_percent: float
     others_wait_percent: float
     explanation: list[Explanation]
+    stuck: NotRequired[bool]
+    """True when the job is stuck (the `stuck` finding): this rank is where it hangs, not
+    a slow rank with an excess to remove from its step."""
 
 
 class JobThread(TypedDict):

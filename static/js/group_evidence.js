@@ -51,8 +51,10 @@
     if (!s) {
       return el("p", { class: "muted", id: "straggler" }, "No straggler: no rank is waited for beyond noise (every other rank would have to spend more than 10 points more of its step in collectives, over the whole 95% interval).");
     }
-    const stuck = (report.findings || []).find((f) => f.rule === "stuck");
-    if (stuck) {  // a hang, not a slow rank: no excess to remove from a step
+    // A hang, not a slow rank: no excess to remove from a step (reports stored before
+    // `stuck` was kept on the straggler say so by their finding).
+    const stuck = s.stuck || (report.findings || []).some((f) => f.rule === "stuck");
+    if (stuck) {
       return el("p", { class: "straggler stuck", id: "straggler" }, el("strong", {}, rankLink(report, s.name), " is where the job is stuck"),
         `: the other ranks wait ${s.others_wait_percent}% of their step in collectives, for it (see the “stuck” finding above). Dump all ranks on the run page to see whether anything moves.`);
     }

@@ -44,6 +44,9 @@ def test_a_rank_in_its_own_code_while_the_others_wait_is_stuck_and_no_straggler(
     assert "remove that excess" not in stuck["advice"]
     assert stuck["frames"] == ["wait_for_lock (train.py:62)", "main (train.py:93)"]
     assert report["findings"][0]["rule"] == "stuck"
+    # The rank the others wait for says it is where the job hangs, for a client that
+    # reads the straggler alone.
+    assert report["straggler"]["name"] == "rank-2" and report["straggler"]["stuck"] is True
 
 
 def test_the_hung_rank_is_measured_on_the_thread_its_peers_step_on():
@@ -68,8 +71,10 @@ def test_ranks_that_wait_less_than_the_whole_window_have_a_straggler_not_a_hang(
     share = int(10 * STUCK_WAIT) - 100  # well below the threshold, whole interval
     ranks = [(f"rank-{i}", waiting_rank(share)) for i in (0, 1, 3)]
     ranks.append(("rank-2", rank(30, functions={**BASE, "augment (train.py)": 600})))
-    found = rules(analyze_job(ranks))
+    report = analyze_job(ranks)
+    found = rules(report)
     assert "stuck" not in found and found["straggler"]["ranks"] == ["rank-2"]
+    assert "stuck" not in report["straggler"]
 
 
 def test_a_rank_between_waiting_and_elsewhere_means_no_hang():
