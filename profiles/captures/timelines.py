@@ -2,8 +2,9 @@
 ranks on one clock (`GET /api/captures/<id>/timeline/`, `…/flamegraph/?from=&to=`,
 `…/window/`, `GET /api/groups/<id>/timeline/`).
 
-They read what the analysis stored: the raw text and the time track, which holds each
-record's state (profiles.pyspy.timed.with_states), so nothing is classified again here.
+They read what the analysis stored: the time track, which holds each record's state
+(profiles.pyspy.timed.with_states), so nothing is classified again here and a timeline
+reads no raw text; a window reads the raw text too, for its frames.
 A window's findings and top frames are an analysis of their own: they run in the
 budget's child process, bounded like every analysis (`window_analysis`).
 """
@@ -32,17 +33,22 @@ class NoTime(Exception):
     """The capture has no time to show (the message says why)."""
 
 
-def timed_capture(capture: Capture) -> TimedCapture:
-    """The capture's raw text and time track, read once; NoTime with the reason."""
+def timed_capture(capture: Capture, *, text: bool = True) -> TimedCapture:
+    """The capture's time track and, with `text`, its raw text, read once; NoTime with
+    the reason. A timeline needs only the track, whose stored states say each sample's
+    state: without `text` the raw text is read only for a track stored before states
+    were kept in it."""
     time_info = (capture.stats or {}).get("time") or {}
     if not capture.time_file:
         raise NoTime(time_info.get("reason") or "this capture keeps no time")
-    if not capture.raw_file:
-        raise NoTime("its samples were pruned (FLAMEDECK_RAW_BUDGET_MB): the time is kept, "
-                     "the samples to place in it are not")  # fmt: skip
     try:
         with capture.time_file.open("rb") as fh:
             track = load_track(fh.read(), "the time track")
+        if not text and track.record_states is not None:
+            return TimedCapture(None, track)
+        if not capture.raw_file:
+            raise NoTime("its samples were pruned (FLAMEDECK_RAW_BUDGET_MB): the time is "
+                         "kept, the samples to place in it are not")  # fmt: skip
         with local_copy(capture.raw_file) as path:
             return TimedCapture(read_text(path), track)
     except TimeUnavailable as exc:
@@ -50,7 +56,7 @@ def timed_capture(capture: Capture) -> TimedCapture:
 
 
 def capture_timeline(capture: Capture, bucket_s: float | None) -> dict[str, Any]:
-    return dict(timeline(timed_capture(capture), bucket_s))
+    return dict(timeline(timed_capture(capture, text=False), bucket_s))
 
 
 def _window(capture: TimedCapture, from_s: float, to_s: float) -> None:
@@ -113,7 +119,7 @@ def group_timeline(group: CaptureGroup, bucket_s: float | None) -> dict[str, Any
             missing.append({"name": label, "capture": capture.pk, "reason": capture.status})
             continue
         try:
-            timed = timed_capture(capture)
+            timed = timed_capture(capture, text=False)
         except NoTime as exc:
             missing.append({"name": label, "capture": capture.pk, "reason": str(exc)})
             continue

@@ -36,18 +36,23 @@ class TimedCapture:
 
     def __init__(
         self,
-        raw_text: str,
+        raw_text: str | None,
         track: Track | None,
         *,
         state_rules: StateRules | None = None,
         library: Iterable[str] = (),
     ) -> None:
+        """`raw_text` None: the track alone, whose stored states (`with_states`) are all
+        a timeline needs; what reads the records (stacks, frames, a window's flamegraph)
+        then raises ProfileError."""
         self.track = require_time(track)
-        self.lines = _record_lines(raw_text)
-        if len(self.lines) != self.track.records:
+        if raw_text is None and self.track.record_states is None:
+            raise ProfileError("the time track keeps no states: the raw text is needed")
+        self._lines = None if raw_text is None else _record_lines(raw_text)
+        if self._lines is not None and len(self._lines) != self.track.records:
             raise ProfileError(
                 f"the time track does not belong to this raw text: it names "
-                f"{self.track.records} records, the text has {len(self.lines)}"
+                f"{self.track.records} records, the text has {len(self._lines)}"
             )
         self.state_rules = state_rules
         self.user = UserCode(library)
@@ -56,6 +61,13 @@ class TimedCapture:
         self._line_states: bytes | None = None
         self._user_frames: list[list[str]] | None = None
         self._functions: list[frozenset[str]] | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        """The raw text's records, in order (ProfileError when read without it)."""
+        if self._lines is None:
+            raise ProfileError("this capture was read from its time track alone")
+        return self._lines
 
     def stack(self, record: int) -> str:
         """A record's frames as the raw text writes them (`a;b;c`)."""

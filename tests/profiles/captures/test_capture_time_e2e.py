@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from profiles.models import Capture
 from profiles.pyspy.timetrack import load_track
 from tests.profiles.captures.test_capture_e2e import _api, _request_capture, _wait_for
 
@@ -115,6 +116,14 @@ def test_a_capture_keeps_its_time_and_finds_the_planted_period_on_the_jobs_clock
     assert window["total_samples"] > 0 and {t["name"] for t in window["rest"]} >= {"MainThread"}
     assert api.get(f"/api/captures/{capture_id}/window/?from=x&to=1").status_code == 400
     assert api.get(f"/api/captures/{capture_id}/timeline/?bucket=0").status_code == 400
+
+    # A timeline reads the track alone (each record's state stored in it): with the raw
+    # samples pruned it is the same, while a window, which needs the frames, says why not.
+    Capture.objects.filter(pk=capture_id).update(raw_file="")
+    again = api.get(f"/api/captures/{capture_id}/timeline/?bucket=0.5")
+    assert again.status_code == 200 and again.json() == line
+    gone = api.get(f"/api/captures/{capture_id}/flamegraph/?from={b0}&to={b1}")
+    assert gone.status_code == 409 and "pruned" in gone.json()["detail"], gone.content
 
 
 def test_a_capture_without_idle_says_why_it_has_no_timeline(
