@@ -133,28 +133,16 @@ def record_flags(settings: RecordSettings) -> list[str]:
     return flags
 
 
-SAMPLING = "py-spy> Sampling process"  # py-spy's line when it starts sampling
-
 _RECORD_BODY = """\
 trap '' PIPE
 dir=$(mktemp -d "${TMPDIR:-/tmp}/flamedeck.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 exec 3<&0 </dev/null
 fd_before @PID@
-# The host's clock, once as the session starts, when py-spy says it samples, and when it
-# ends: the worker notes when the first arrives, which gives this host's offset (several
-# hosts on one clock); the sampling line is stamped here, as it is printed, not where
-# the worker reads it after ssh and its own scheduling (as runs/remote/many.py does).
+# The host's clock, once as py-spy starts and once as it ends: the worker notes when the
+# first arrives, which gives this host's offset, and places the samples on its clock.
 fd_fact @PID@ "clock=$(date +%s.%N 2>/dev/null)"
-mkfifo "$dir/log" || exit 1
-(
-  while IFS= read -r l || [ -n "$l" ]; do
-    case $l in "@SAMPLING@"*) fd_fact @PID@ "sampling_at=$(date +%s.%N 2>/dev/null)" ;; esac
-    printf '%s\n' "$l"
-  done <"$dir/log"
-) 3<&- &
-tagger=$!
-"$PYSPY" record --pid @PID@ @FLAGS@ $fd_flag_@PID@ -o "$dir/out" >"$dir/log" 3<&- &
+"$PYSPY" record --pid @PID@ @FLAGS@ $fd_flag_@PID@ -o "$dir/out" 3<&- &
 spy=$!
 gpu=
 if [ @GPU@ = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
@@ -176,7 +164,6 @@ while [ -z "$code" ]; do
   wait "$spy"; rc=$?
   kill -0 "$spy" 2>/dev/null || code=$rc
 done
-wait "$tagger" 2>/dev/null
 fd_fact @PID@ "ended_at=$(date +%s.%N 2>/dev/null)"
 kill "$watch" 2>/dev/null
 [ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
@@ -210,7 +197,6 @@ def record_script(
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
     body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
-    body = body.replace("@SAMPLING@", SAMPLING)
     head = _script_head(target) + guard.shell(settings.native)
     return head + body.replace("@MARKER@", END_MARKER)
 

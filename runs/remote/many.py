@@ -21,7 +21,7 @@ from typing import Protocol
 from runs import gpu
 
 from . import guard, runner
-from .build import SAMPLING, _script_head, classify, record_flags, stderr_tail
+from .build import _script_head, classify, record_flags, stderr_tail
 from .build import wrap as _wrap
 from .model import (
     END_MARKER,
@@ -36,6 +36,7 @@ from .model import (
 
 WAITING = "@@flamedeck-waiting@@"  # stdout: the script runs and waits for `go`
 EXITED = "@@flamedeck-exited@@"  # tagged stdout line: that py-spy closed its stdout
+SAMPLING = "py-spy> Sampling process"
 STOPPED = "Stopped sampling"  # py-spy's line when the process exits (or a stop)
 
 _MANY_BODY = """\

@@ -13,7 +13,6 @@ from . import guard, runner
 from .build import (
     ENV_MARKER,
     RANK_VARIABLES,
-    SAMPLING,
     alive_argv,
     check_script,
     check_target,
@@ -91,10 +90,8 @@ class _RecordWatch:
             if fact[1] == "clock":
                 self.clock.update(guard.clock_offset(fact[2]))
             return
-        if self.sampling_since is None and line.startswith(SAMPLING):
+        if self.sampling_since is None and line.startswith("py-spy> Sampling process"):
             self.sampling_since = elapsed_s
-            # Where the host could not stamp it (a `date` without %N): the worker's
-            # arrival time, on the host's clock by the offset.
             self.clock.update(guard.host_time("sampling_at", self.clock))
         if self.on_progress is not None:
             self.on_progress(line, elapsed_s)
@@ -155,10 +152,8 @@ def record(
     if done.stopped == "killed":
         raise RemoteError("bound_exceeded", detail=stderr_tail(done.stderr))
     log, code, raw, gpu_csv = _split_record(done.stdout)
-    log, host = guard.split_facts(log)
-    facts = {**host, **watch.clock}
-    if guard.sampling_at(host) is not None:  # stamped on the host as py-spy printed it
-        facts["sampling_at"] = host["sampling_at"]
+    log, facts = guard.split_facts(log)
+    facts = {**facts, **watch.clock}
     exit_code = done.returncode if code is None else code
     error = classify(exit_code, done.stderr, log) if raw is None else None
     # A cancel that lands before py-spy installs its SIGINT handler ends it with no

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from dataclasses import replace
 
 import pytest
 
-from runs.remote import RecordSettings, Target, check_host, dump, guard, list_processes, record
+from runs.remote import RecordSettings, Target, check_host, dump, list_processes, record
 from tests.support.sshd import ALIAS, SSHServer
 from tests.support.workload import pyspy_running
 
@@ -81,19 +80,11 @@ def test_it_streams_pyspy_log_lines_while_sampling(local_target, workload):
     assert result.log.startswith("py-spy> Sampling process")
 
 
-def test_it_records_a_speedscope_timeline(local_target, workload, monkeypatch):
-    """On the host's clock: `sampling_at` is stamped by the host as py-spy prints its
-    sampling line (the worker's own estimate, planted wrong here, is only a fallback)."""
-    monkeypatch.setattr(guard, "host_time", lambda key, clock: {key: "1.000000"})
+def test_it_records_a_speedscope_timeline(local_target, workload):
     settings = replace(QUICK, duration_s=1, format="speedscope")
-    before = time.time()
     result = record(local_target, workload.pid, settings)
     profiles = json.loads(result.raw)["profiles"]
     assert any("target-0" in profile["name"] for profile in profiles)
-    sampling, ended = float(result.facts["sampling_at"]), float(result.facts["ended_at"])
-    assert before < sampling < ended < time.time()
-    assert 0.8 < ended - sampling < 3.0, result.facts  # a 1 s record
-    assert "Sampling process" in result.log and "sampling_at" not in result.log
 
 
 def _write_wrapper(tmp_path):
