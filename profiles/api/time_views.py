@@ -12,6 +12,9 @@ A capture without time answers 409 with the reason (imported, recorded without
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers as s
@@ -139,8 +142,17 @@ def window_bounds(params) -> tuple[float, float]:
     return start, end
 
 
-def _no_time(exc: Exception) -> Response:
-    return Response({"detail": str(exc)}, status=409)
+def _answer(request, compute: Callable[[], Any], captures: Any) -> Response:
+    """A time read's answer: 409 with the reason when the capture keeps no time, 400
+    when the engine cannot do what the request asks, else `compute()` redacted for the
+    viewer."""
+    try:
+        body = compute()
+    except timelines.NoTime as exc:
+        return Response({"detail": str(exc)}, status=409)
+    except pyspy.ProfileError as exc:
+        return Response({"detail": str(exc)}, status=400)
+    return Response(redact.for_viewer(body, user=request.user, captures=captures))
 
 
 @extend_schema(
@@ -154,25 +166,18 @@ def _no_time(exc: Exception) -> Response:
 @api(["GET"])
 def capture_timeline(request, pk: int):
     capture = get_object_or_404(Capture, pk=pk)
-    try:
-        body = timelines.capture_timeline(capture, _bucket(request.query_params))
-    except timelines.NoTime as exc:
-        return _no_time(exc)
-    except pyspy.ProfileError as exc:
-        return Response({"detail": str(exc)}, status=400)
-    return Response(redact.for_viewer(body, user=request.user, captures=[capture]))
+    params = request.query_params
+    return _answer(request, lambda: timelines.capture_timeline(capture, _bucket(params)), [capture])
 
 
 def window_flamegraph(request, capture: Capture, max_nodes: int) -> Response:
     """`flamegraph/?from=&to=`: that window's flamegraph (profiles.api.views)."""
     start, end = window_bounds(request.query_params)
-    try:
-        tree = timelines.capture_window_flamegraph(capture, start, end, max_nodes)
-    except timelines.NoTime as exc:
-        return _no_time(exc)
-    except pyspy.ProfileError as exc:
-        return Response({"detail": str(exc)}, status=400)
-    return Response(redact.for_viewer(tree, user=request.user, captures=[capture]))
+    return _answer(
+        request,
+        lambda: timelines.capture_window_flamegraph(capture, start, end, max_nodes),
+        [capture],
+    )
 
 
 @extend_schema(
@@ -187,13 +192,7 @@ def window_flamegraph(request, capture: Capture, max_nodes: int) -> Response:
 def capture_window(request, pk: int):
     capture = get_object_or_404(Capture.objects.select_related("run"), pk=pk)
     start, end = window_bounds(request.query_params)
-    try:
-        body = timelines.window_analysis(capture, start, end)
-    except timelines.NoTime as exc:
-        return _no_time(exc)
-    except pyspy.ProfileError as exc:
-        return Response({"detail": str(exc)}, status=400)
-    return Response(redact.for_viewer(body, user=request.user, captures=[capture]))
+    return _answer(request, lambda: timelines.window_analysis(capture, start, end), [capture])
 
 
 @extend_schema(
@@ -207,11 +206,7 @@ def capture_window(request, pk: int):
 @api(["GET"])
 def group_timeline(request, pk: int):
     group = get_object_or_404(CaptureGroup, pk=pk)
-    try:
-        body = timelines.group_timeline(group, _bucket(request.query_params))
-    except timelines.NoTime as exc:
-        return _no_time(exc)
-    except pyspy.ProfileError as exc:
-        return Response({"detail": str(exc)}, status=400)
-    captures = group.captures.all()
-    return Response(redact.for_viewer(body, user=request.user, captures=captures))
+    params = request.query_params
+    return _answer(
+        request, lambda: timelines.group_timeline(group, _bucket(params)), group.captures.all()
+    )
