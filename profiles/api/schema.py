@@ -426,6 +426,14 @@ class PythonOnlySerializer(s.Serializer):
     )
 
 
+class WithoutSubprocessesSerializer(s.Serializer):
+    """Why a capture asked with --subprocesses holds its process's own stacks only."""
+
+    reason = s.ChoiceField(["pyspy_crashed"], help_text="py-spy crashed with --subprocesses.")
+    signal = s.CharField(help_text="The signal py-spy died by, e.g. SIGSEGV.")
+    log_tail = s.ListField(child=s.CharField(), help_text="What py-spy said last on stderr.")
+
+
 class ProgressSerializer(s.Serializer):
     sampling = s.BooleanField(required=False, help_text="py-spy has started sampling.")
     elapsed_s = s.FloatField(required=False, help_text="Seconds sampled so far.")
@@ -437,6 +445,10 @@ class ProgressSerializer(s.Serializer):
     pyspy = PySpySerializer(required=False, help_text="py-spy and the target's Python.")
     python_only = PythonOnlySerializer(
         required=False, help_text="--native was dropped or failed: Python-only stacks."
+    )
+    without_subprocesses = WithoutSubprocessesSerializer(
+        required=False,
+        help_text="py-spy crashed with --subprocesses: recorded again without, no workers.",
     )
     target_continued = s.BooleanField(
         required=False, help_text="py-spy left the process stopped; it was sent SIGCONT."

@@ -28,7 +28,7 @@ from profiles.captures.lifecycle import (
     capture_mark_failed,
     capture_transition,
 )
-from profiles.captures.record_notes import native_failure, record_note
+from profiles.captures.record_notes import again_failed, record_again, record_note
 from profiles.captures.timekeeping import RECORD_FORMAT, note_clock_offset, timed_result
 from profiles.models import Capture
 from profiles.storage.files import capture_store_outputs
@@ -181,29 +181,33 @@ def _own_process_refusal(capture: Capture) -> str | None:
     return None
 
 
-def _record_settings(capture: Capture, native: bool | None = None) -> "remote.RecordSettings":
-    """py-spy's settings for `capture`: its own, in the format that keeps time."""
-    changes = {"format": RECORD_FORMAT} | ({} if native is None else {"native": native})
-    return remote.RecordSettings.of(capture.pyspy_settings, **changes)
+def _record_settings(capture: Capture, **changes: bool) -> "remote.RecordSettings":
+    """py-spy's settings for `capture`: its own, in the format that keeps time, with
+    `changes` (a record taken again: `native=False`, `subprocesses=False`)."""
+    return remote.RecordSettings.of(capture.pyspy_settings, format=RECORD_FORMAT, **changes)
 
 
 def _execute_record(capture: Capture) -> str:
-    result, progress = _record_once(capture, _record_settings(capture))
-    failed = native_failure(capture, result, progress.span)
-    if failed is not None:
-        # Native unwinding failed on most rounds: record the same span again,
-        # Python-only, rather than keep an empty or gutted capture.
+    try:
+        result, progress = _record_once(capture, _record_settings(capture))
+    except remote.RemoteError as exc:
+        result, progress = exc, _Progress(capture)
+    change, why = record_again(capture, result, progress.span) or ({}, None)
+    if why is not None:
+        # One setting spoilt the record (`--native` failed on most rounds, or py-spy
+        # crashed sampling the children): record the same span again without it rather
+        # than keep an empty or gutted capture, or none.
         try:
-            result, progress = _record_once(capture, _record_settings(capture, native=False))
+            result, progress = _record_once(capture, _record_settings(capture, **change))
         except remote.RemoteError as exc:
-            failed["retry_error"] = exc.message
+            why["retry_error"] = exc.message
+    if isinstance(result, remote.RemoteError):
+        raise again_failed(result, why) if why else result
     if progress.sampling_started_at is not None:
         Capture.objects.filter(pk=capture.pk).update(
             sampling_started_at=progress.sampling_started_at
         )
-    return capture_record_finish(
-        capture=capture, result=result, span=progress.span, native_failed=failed
-    )
+    return capture_record_finish(capture=capture, result=result, span=progress.span, again=why)
 
 
 def _record_once(
@@ -232,13 +236,14 @@ def capture_record_finish(
     capture: Capture,
     result: "remote.RecordResult",
     span: dict[str, float] | None = None,
-    native_failed: dict[str, Any] | None = None,
+    again: dict[str, Any] | None = None,
     track: str | None = None,
 ) -> str:
     """Store a finished record's samples, log, time track and GPU series, then move it
     to parsing (or failed with the cause when py-spy wrote nothing). Returns the new
-    status. `native_failed`: the record is the Python-only one taken after `--native`
-    failed. `track`: the time track of samples already split (a whole-job rank's);
+    status. `again`: the record was taken again with one setting changed, and why
+    (record_notes.record_again: `--native` failed, py-spy crashed with
+    `--subprocesses`). `track`: the time track of samples already split (a whole-job rank's);
     else speedscope samples are split here (profiles.captures.timekeeping)."""
     if track is None:
         result, track = timed_result(capture, result)
@@ -268,7 +273,7 @@ def capture_record_finish(
     moved = capture_transition(
         capture_id=capture.pk,
         to=Status.PARSING,
-        note=record_note(result, capture, span or {}, native_failed),
+        note=record_note(result, capture, span or {}, again),
         **cancelled,
     )
     if not moved:

@@ -1,8 +1,9 @@
 """What a finished record's note says, and what it keeps in `progress`: the span py-spy
 sampled, a process that exited, and what the record script's guard learnt around
 py-spy (runs.remote.guard): py-spy's version and the target's Python, `--native`
-dropped before the start or failed during it (a Python-only capture), a target left
-stopped and sent SIGCONT.
+dropped before the start or failed during it (a Python-only capture), py-spy crashed
+with `--subprocesses` (recorded again without it), a target left stopped and sent
+SIGCONT.
 """
 
 from typing import Any
@@ -26,14 +27,44 @@ def native_failure(
     return found
 
 
+def record_again(
+    capture: Capture, first: Any, span: dict[str, float]
+) -> tuple[dict[str, bool], dict[str, Any]] | None:
+    """Whether `capture`'s first record (a RecordResult, or the RemoteError it ended in)
+    is to be taken again with one setting changed, as (the change, why: kept in
+    `progress`), else None: `--native` failed (again without it: `python_only`), or
+    py-spy crashed sampling with `--subprocesses` (again without it:
+    `without_subprocesses`)."""
+    if isinstance(first, remote.RemoteError):
+        if first.cause != "pyspy_crashed" or not capture.subprocesses:
+            return None
+        tail = first.detail.strip().splitlines()[-3:]
+        return {"subprocesses": False}, {"reason": first.cause, "signal": first.signal,
+                                         "log_tail": tail}  # fmt: skip
+    failed = native_failure(capture, first, span)
+    return ({"native": False}, {"reason": "native_failed", **failed}) if failed else None
+
+
+def again_failed(error: "remote.RemoteError", why: dict[str, Any]) -> "remote.RemoteError":
+    """The failure of a record whose py-spy crashed (`error`) and whose record again
+    without `--subprocesses` (`why`, from `record_again`) failed too, naming both. (A
+    record whose `--native` failed keeps its samples when its retry fails.)"""
+    message = f"{error.message}; recording again without --subprocesses failed too: "
+    message += why["retry_error"]
+    return remote.RemoteError(
+        error.cause, message, detail=error.detail, transient=False, signal=error.signal
+    )
+
+
 def record_note(
-    result: Any, capture: Capture, span: dict[str, float], native_failed: dict | None = None
+    result: Any, capture: Capture, span: dict[str, float], again: dict | None = None
 ) -> str:
     """The record's note; also keeps in `progress` the seconds py-spy sampled
     (`sampled_s`: a whole-job rank's own span, not its host session's time), for a
     process that exited mid-capture how much of the asked duration that covers, and
-    what py-spy's guard found (`pyspy`, `python_only`: see runs.remote.guard)."""
-    notes, spans = [], guard_notes(result, capture, native_failed)
+    what py-spy's guard found (`pyspy`, `python_only`, `without_subprocesses`: see
+    runs.remote.guard and `record_again`)."""
+    notes, spans = [], guard_notes(result, capture, again)
     if "start" in span:
         stop = span.get("stop", result.elapsed_s)  # its own notice, or its command's end
         spans["sampled_s"] = round(max(0.0, stop - span["start"]), 1)
@@ -57,10 +88,11 @@ def record_note(
     return " ".join(notes)
 
 
-def guard_notes(result: Any, capture: Capture, native_failed: dict | None) -> dict[str, Any]:
+def guard_notes(result: Any, capture: Capture, again: dict | None) -> dict[str, Any]:
     """`progress` entries and notes (under "notes") from what the record script learnt
     around py-spy: its version and the target's Python, `--native` dropped or failed
-    (a Python-only capture), a target left stopped and sent SIGCONT."""
+    (a Python-only capture), a record taken again without `--subprocesses` (`again`,
+    from `record_again`), a target left stopped and sent SIGCONT."""
     facts: dict[str, str] = getattr(result, "facts", None) or {}
     out: dict[str, Any] = {"notes": []}
     if facts:
@@ -70,9 +102,12 @@ def guard_notes(result: Any, capture: Capture, native_failed: dict | None) -> di
     if capture.native and (why := remote.guard.native_dropped(facts)):
         out["python_only"] = {"reason": "native_unavailable", "why": why}
         out["notes"].append(f"--native was dropped: {why}. These are Python-only stacks.")
-    if native_failed:
-        out["python_only"] = {"reason": "native_failed", **native_failed}
-        out["notes"].append(_native_failed_note(native_failed, capture))
+    if again and again["reason"] == "native_failed":
+        out["python_only"] = again
+        out["notes"].append(_native_failed_note(again, capture))
+    elif again and again["reason"] == "pyspy_crashed":
+        out["without_subprocesses"] = again
+        out["notes"].append(_crashed_note(again, capture))
     if facts.get("target") == "continued":
         out["target_continued"] = True
         out["notes"].append(
@@ -89,12 +124,25 @@ def _native_failed_note(failed: dict[str, Any], capture: Capture) -> str:
     )
     if failed.get("retry_error"):
         return f"{lost}, and recording again without --native failed: {failed['retry_error']}"
-    after = (
-        "the job's window (not the same moments as the other ranks)"
-        if capture.group_id
-        else ("the native attempt")
-    )
     return (
         f"{lost}, so flamedeck recorded again without --native: these are Python-only "
-        f"stacks of the {capture.duration} s right after {after}."
+        f"stacks of the {capture.duration} s right after {_after(capture, 'the native attempt')}."
     )
+
+
+def _crashed_note(crashed: dict[str, Any], capture: Capture) -> str:
+    what = "rank" if capture.group_id else "process"
+    return (
+        f"py-spy crashed ({crashed['signal'] or 'by a signal'}) while sampling the {what}'s "
+        f"child processes (--subprocesses), so flamedeck recorded the {what} again without "
+        f"--subprocesses: its workers are not in this capture, which covers the "
+        f"{capture.duration} s right after {_after(capture, 'the crashed attempt')}."
+    )
+
+
+def _after(capture: Capture, single: str) -> str:
+    """What a record taken again follows: the job's window, or a single capture's
+    first attempt (`single`)."""
+    if capture.group_id:
+        return "the job's window (not the same moments as the other ranks)"
+    return single

@@ -11,7 +11,9 @@ A whole-job record samples each rank's child processes too (`--subprocesses`, th
 default: DataLoader workers). A rank's capture keeps its own samples only, so its
 states, the straggler rule and the Processes table count the rank and nothing else;
 what its workers did is kept beside them, in `progress["workers"]`
-(profiles.pyspy.workers), which the job report reads.
+(profiles.pyspy.workers), which the job report reads. A rank whose record one setting
+spoilt (`--native` failed, or py-spy crashed under `--subprocesses`) is recorded again
+without it right after the job's window (record_notes.record_again).
 """
 
 import dataclasses
@@ -33,11 +35,12 @@ from profiles.captures.pipeline import (
     HEARTBEAT_EVERY_S,
     SAMPLING_LINE,
     _record_settings,
+    again_failed,
     capture_record_finish,
     capture_refusal,
     capture_store_outputs,
     live_progress,
-    native_failure,
+    record_again,
     worker_name,
 )
 from profiles.captures.timekeeping import timed_result
@@ -193,16 +196,16 @@ def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
         return _fail_all(captures, session, "host", f"The host's settings are unusable: {exc}")
     log.info("group %s: recorded after %.2f s", session.group_id, time.monotonic() - session.t0)
     gpu_samples = gpu.parse_nvidia_smi(outcome.gpu_csv) if outcome.gpu_csv else None
-    failed = _native_failures(captures, outcome)
-    if failed:
-        _python_only_again(host, [c for c in captures if c.pid in failed], outcome, failed)
+    again = _records_to_take_again(captures, outcome)
+    if again:
+        _record_again(host, [c for c in captures if c.pid in again], outcome, again)
     _sampling_starts_from_the_host(captures, outcome)
     parsing = []
     for capture in captures:
         result, said = outcome.results[capture.pid], outcome.logs.get(capture.pid, "")
         span = outcome.spans.get(capture.pid) or {}
-        native = failed.get(capture.pid)
-        if _finish(capture, result, said, gpu_samples, span, native) == Status.PARSING:
+        why = again[capture.pid][1] if capture.pid in again else None
+        if _finish(capture, result, said, gpu_samples, span, why) == Status.PARSING:
             parsing.append(capture.pk)
     return parsing
 
@@ -219,15 +222,20 @@ def _sampling_starts_from_the_host(captures: list[Capture], outcome: Any) -> Non
             Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
 
 
-def _native_failures(captures: list[Capture], outcome: Any) -> dict[int, dict[str, Any]]:
+def _records_to_take_again(
+    captures: list[Capture], outcome: Any
+) -> dict[int, tuple[dict[str, bool], dict[str, Any]]]:
+    """PID -> (the setting to change, why) of each rank whose record one setting spoilt
+    (record_notes.record_again): `--native` failed on the rank's own samples, or py-spy
+    crashed sampling its children."""
     found = {}
     for capture in captures:
         result = outcome.results[capture.pid]
         span = outcome.spans.get(capture.pid) or {}
         if isinstance(result, remote.RecordResult):
-            own = rank_errors_only(result, capture.pid)
-            if (failed := native_failure(capture, own, span)) is not None:
-                found[capture.pid] = failed
+            result = rank_errors_only(result, capture.pid)
+        if (again := record_again(capture, result, span)) is not None:
+            found[capture.pid] = again
     return found
 
 
@@ -248,28 +256,37 @@ def rank_errors_only(result: Any, pid: int) -> Any:
     return dataclasses.replace(result, log=log)
 
 
-def _python_only_again(
-    host: Any, captures: list[Capture], outcome: Any, failed: dict[int, dict[str, Any]]
+def _record_again(
+    host: Any,
+    captures: list[Capture],
+    outcome: Any,
+    again: dict[int, tuple[dict[str, bool], dict[str, Any]]],
 ) -> None:
-    """Record the ranks whose native unwinding failed again, Python-only, in one more
-    session right after the job's window; their results replace the failed ones."""
-    session = _HostSession(captures[0].group_id, captures)  # the barrier is passed
-    try:
-        again = remote.record_many(
-            host_target(host),
-            [c.pid for c in captures],
-            _record_settings(captures[0], native=False),
-            session,
-            margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
-            start_within_s=0.0,
-        )
-    except remote.RemoteError as exc:
-        for info in failed.values():
-            info["retry_error"] = exc.message
-        return
-    outcome.results.update(again.results)
-    outcome.logs.update(again.logs)
-    outcome.spans.update(again.spans)
+    """Record the ranks of `again` again with their setting changed, in one more session
+    per change right after the job's window; a result that came replaces the first one,
+    a failure is kept in the rank's why (`retry_error`)."""
+    by_change: dict[tuple, list[Capture]] = {}
+    for capture in captures:
+        by_change.setdefault(tuple(again[capture.pid][0].items()), []).append(capture)
+    for change, ranks in by_change.items():
+        session = _HostSession(ranks[0].group_id, ranks)  # the barrier is passed
+        try:
+            taken = remote.record_many(
+                host_target(host),
+                [c.pid for c in ranks],
+                _record_settings(ranks[0], **dict(change)),
+                session,
+                margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
+                start_within_s=0.0,
+            )
+        except remote.RemoteError as exc:
+            taken = remote.ManyResult(results={c.pid: exc for c in ranks})
+        for pid, result in taken.results.items():
+            if isinstance(result, remote.RemoteError):
+                again[pid][1]["retry_error"] = result.message
+                continue
+            outcome.results[pid], outcome.logs[pid] = result, taken.logs.get(pid, "")
+            outcome.spans[pid] = taken.spans.get(pid, {})
 
 
 def _finish(
@@ -278,9 +295,10 @@ def _finish(
     said: str,
     gpu_samples: Any,
     span: dict[str, float],
-    native_failed: dict[str, Any] | None = None,
+    again: dict[str, Any] | None = None,
 ) -> str:
     if isinstance(result, remote.RemoteError):
+        result = again_failed(result, again) if again and "retry_error" in again else result
         text = "\n".join(part for part in (said, result.detail) if part)
         capture_store_outputs(capture=capture, raw=None, log=text or None)
         capture_mark_failed(
@@ -296,7 +314,7 @@ def _finish(
     # This rank's own sampling span: the session's time would say a rank whose
     # process exited early covered (nearly) the whole window.
     return capture_record_finish(
-        capture=capture, result=result, span=span, native_failed=native_failed, track=track
+        capture=capture, result=result, span=span, again=again, track=track
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import signal
 from dataclasses import asdict, replace
 
 from runs import capture_settings, gpu
@@ -309,13 +310,27 @@ def _last_line(detail: str) -> str:
     return (detail.splitlines()[-1:] or ["no output"])[0]
 
 
+# Signals that mean py-spy itself crashed (not a stop flamedeck sent: INT, KILL).
+CRASH_SIGNALS = frozenset(
+    {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE}
+)
+
+
+def crash_signal(returncode: int) -> str | None:
+    """The crash signal's name ("SIGSEGV") for a shell's exit code 128+N, else None."""
+    number = returncode - 128
+    return next((s.name for s in CRASH_SIGNALS if s.value == number), None)
+
+
 def classify(returncode: int, stderr: str, log: str) -> RemoteError | None:
     """The cause of a failed command, from its exit code, stderr and py-spy's stdout.
 
     None when `returncode` is 0. ssh's own failures (exit 255 before the host
     script said it was running) come first, then a session that died under a
     running script (exit 255 after it). A command that failed before the script
-    started, with nothing from py-spy, means the exec prefix (or sudo) failed.
+    started, with nothing from py-spy, means the exec prefix (or sudo) failed. After
+    it started, an exit by a crash signal (128+N) is py-spy's own crash, whatever it
+    said before (a child killed mid-sample makes it warn "No such process").
     """
     if returncode == 0:
         return None
@@ -333,6 +348,10 @@ def classify(returncode: int, stderr: str, log: str) -> RemoteError | None:
     if not started and returncode != 255:
         message = f"{MESSAGES['exec_prefix']} ({_last_line(detail)})"
         return RemoteError("exec_prefix", message, detail=detail)
+    if (crashed := crash_signal(returncode)) is not None:
+        said = f"crashed with {crashed} (exit {returncode}),"
+        message = MESSAGES["pyspy_crashed"].replace("crashed,", said, 1)
+        return RemoteError("pyspy_crashed", message, detail=detail, signal=crashed)
     for pattern, cause in _HOST_CAUSES:
         if re.search(pattern, text):
             return RemoteError(cause, detail=detail)

@@ -14,7 +14,7 @@ Transport = Literal["local", "ssh"]
 Cause = Literal[
     "unreachable", "auth", "hostkey_unknown", "hostkey_changed", "pyspy_missing",
     "permission", "no_such_pid", "bound_exceeded", "exec_prefix", "connection_lost",
-    "host_config", "python_unsupported", "not_python", "unknown",
+    "host_config", "python_unsupported", "not_python", "pyspy_crashed", "unknown",
 ]  # fmt: skip
 
 READY = "@@flamedeck-ready@@"  # printed to stderr once the script runs on the host
@@ -172,6 +172,9 @@ MESSAGES: dict[str, str] = {
     "not_python": "the process is not a Python interpreter py-spy can read (a launcher, a "
     "shell or a native helper): attach the Python process itself, e.g. the training "
     "script's PID rather than its wrapper's",
+    "pyspy_crashed": "py-spy itself crashed, a py-spy bug rather than the target's: upgrade "
+    "py-spy on the host (`pip install -U py-spy`); if it sampled with --subprocesses, capture "
+    "without it (a whole-job rank is recorded again without it at once)",
     "unknown": "the remote command failed",
 }
 TRANSIENT_CAUSES = frozenset({"unreachable", "connection_lost"})
@@ -190,6 +193,7 @@ CAUSE_LABELS: dict[str, str] = {
     "host_config": "unusable host settings",
     "python_unsupported": "Python too new for py-spy",
     "not_python": "not a Python process",
+    "pyspy_crashed": "py-spy crashed",
     "unknown": "remote command failed",
 }
 
@@ -198,12 +202,19 @@ class RemoteError(Exception):
     """A failure reaching the host or running py-spy, with a cause a user can act on."""
 
     def __init__(
-        self, cause: Cause, message: str = "", *, detail: str = "", transient: bool | None = None
+        self,
+        cause: Cause,
+        message: str = "",
+        *,
+        detail: str = "",
+        transient: bool | None = None,
+        signal: str = "",
     ) -> None:
         self.cause = cause
         self.message = message or MESSAGES[cause]
         self.detail = detail
         self.transient = cause in TRANSIENT_CAUSES if transient is None else transient
+        self.signal = signal  # pyspy_crashed: the signal py-spy died by, e.g. "SIGSEGV"
         super().__init__(f"{cause}: {self.message}")
 
 

@@ -141,6 +141,8 @@ NAMED_FOR_A_REASON = {
     "runs/remote/model.py": "RecordSettings' fields (checked above)",
     "profiles/web/views.py": "a speedscope download of --subprocesses is refused when hidden",
     "profiles/captures/pipeline.py": "py-spy dump's --locals",
+    "profiles/captures/record_notes.py": "a record whose py-spy crashed with --subprocesses "
+    "is taken again without it",
 }
 DISTINCT = ("nonblocking", "subprocesses", "dump_locals")  # words nothing else uses
 JS_NAME = re.compile(r"""["'`](%s)["'`]|\.(%s)\b|\b(%s)\s*:""" % (("|".join(DISTINCT),) * 3))

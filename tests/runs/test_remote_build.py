@@ -291,6 +291,18 @@ def test_classify_explains_a_sudo_that_wants_a_password():
     assert error.cause == "permission" and "passwordless sudo" in error.message
 
 
+def test_classify_names_a_py_spy_that_died_by_a_crash_signal_once_started():
+    error = classify(
+        139, started("WARN py_spy] Failed to get stack trace from 9: No such process"), ""
+    )
+    assert error.cause == "pyspy_crashed" and error.signal == "SIGSEGV" and not error.transient
+    assert "crashed with SIGSEGV (exit 139)" in error.message and "upgrade py-spy" in error.message
+    assert classify(134, started(""), "").signal == "SIGABRT"
+    # A stop flamedeck sent (SIGINT, SIGKILL) is no crash; nor is a prefix that never ran.
+    assert {classify(code, started(""), "").cause for code in (130, 137)} == {"unknown"}
+    assert classify(139, "", "").cause == "exec_prefix"
+
+
 def test_classify_falls_back_to_unknown_with_the_last_stderr_line():
     error = classify(3, started("something odd\nthe real reason"), "")
     assert error.cause == "unknown" and "the real reason" in error.message

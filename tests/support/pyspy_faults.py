@@ -12,7 +12,10 @@ machines or targets, written as py-spy 0.4.3 behaves there:
   as a py-spy killed while it held the process paused leaves it;
 - `misses_exit`: the real py-spy with its "Stopped sampling because process exited"
   line removed (py-spy 0.4.3 misses the exit of a process killed mid-sample);
-- `python_unsupported`: refuses the target as py-spy does a Python it cannot read.
+- `python_unsupported`: refuses the target as py-spy does a Python it cannot read;
+- `crashes_with_subprocesses`: given `record --subprocesses`, the real py-spy until it
+  has sampled about 0.5 s, then a segfault without samples (exit 139 to the shell), as
+  py-spy 0.4.3 once did while a rank's DataLoader worker was killed mid-capture.
 """
 
 from __future__ import annotations
@@ -115,6 +118,31 @@ if args[:1] in (["record"], ["dump"]) and "--help" not in args:
     print("Error: Unsupported version of Python: 3.99.0", file=sys.stderr)
     sys.exit(1)
 os.execv(REAL, [REAL, *args])
+""",
+    "crashes_with_subprocesses": """
+import resource
+
+if args[:1] != ["record"] or "--subprocesses" not in args:
+    os.execv(REAL, [REAL, *args])
+child = subprocess.Popen([REAL, *args], stdout=subprocess.PIPE, text=True)
+signal.signal(signal.SIGINT, lambda s, f: child.send_signal(s))
+
+
+def crash(*_):
+    child.kill()  # the real py-spy, before it could write a sample
+    child.wait()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+signal.signal(signal.SIGALRM, crash)
+for line in child.stdout:
+    sys.stdout.write(line)
+    sys.stdout.flush()
+    if line.startswith("py-spy> Sampling process"):
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+sys.exit(child.wait())
 """,
 }
 

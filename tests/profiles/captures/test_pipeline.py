@@ -126,6 +126,37 @@ def test_a_permanent_failure_fails_at_once_with_its_cause(monkeypatch, capture):
     assert "pick a running process" in capture.error
 
 
+CRASHED = remote.RemoteError("pyspy_crashed", "py-spy itself crashed", signal="SIGSEGV")
+
+
+@pytest.mark.parametrize(
+    ("then", "status"), [(_result(), "done"), (remote.RemoteError("no_such_pid"), "failed")]
+)
+def test_a_py_spy_crash_with_subprocesses_is_recorded_again_without_or_fails_naming_both(
+    monkeypatch, capture, then, status
+):
+    Capture.objects.filter(pk=capture.pk).update(subprocesses=True)
+    outcomes, asked = [CRASHED, then], []
+
+    def fake_record(target, pid, settings, **kwargs):
+        asked.append(settings.subprocesses)
+        if isinstance(outcome := outcomes.pop(0), Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(remote, "record", fake_record)
+    assert pipeline.capture_execute(capture_id=capture.pk) == status
+    capture.refresh_from_db()
+    assert asked == [True, False]
+    if status == "done":
+        assert capture.progress["without_subprocesses"]["signal"] == "SIGSEGV"
+        assert "recorded the process again without --subprocesses" in capture.note
+        assert "right after the crashed attempt" in capture.note
+    else:
+        assert capture.error_cause == "pyspy_crashed"
+        assert "without --subprocesses failed too: no process with that PID" in capture.error
+
+
 def test_a_transient_failure_goes_back_to_queued_for_a_retry(monkeypatch, capture):
     _swap_record(monkeypatch, remote.RemoteError("unreachable"))
     with pytest.raises(remote.RemoteError):

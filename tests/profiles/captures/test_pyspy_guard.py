@@ -138,6 +138,36 @@ def test_a_whole_job_rank_whose_native_fails_is_recorded_again_python_only(ssh_h
         assert "right after the job's window" in capture.note
 
 
+def test_a_whole_job_rank_whose_py_spy_crashes_with_subprocesses_is_recorded_again_without(
+    ssh_host, monkeypatch
+):
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    host = ssh_host("crashes_with_subprocesses")
+    run = Run.objects.create(name="job")
+    with start_workload(threads=1) as one, start_workload(threads=1) as two:
+        for rank, workload in enumerate((one, two)):
+            RunProcess.objects.create(run=run, host=host, pid=workload.pid, role=f"rank-{rank}")
+        group = jobs.capture_group_create(user=None, run=run, duration=2, rate=50)
+        ids = list(group.captures.values_list("pk", flat=True))
+        parsing = group_pipeline.host_captures_execute(
+            group_id=group.pk, host_id=host.pk, capture_ids=ids
+        )
+    assert sorted(parsing) == sorted(ids)
+    for capture in Capture.objects.filter(pk__in=ids):
+        pipeline.capture_analyze_stored(capture_id=capture.pk)
+        capture.refresh_from_db()
+        _report("whole-job rank, py-spy segfaulting with --subprocesses", capture)
+        assert capture.subprocesses and capture.status == "done", capture.error
+        assert capture.stats["total_samples"] > 0
+        crashed = capture.progress["without_subprocesses"]
+        assert crashed["reason"] == "pyspy_crashed" and crashed["signal"] == "SIGSEGV"
+        assert "py-spy crashed (SIGSEGV) while sampling the rank's child processes" in (
+            capture.note
+        )
+        assert "again without --subprocesses: its workers are not in this capture" in capture.note
+        assert "right after the job's window" in capture.note
+
+
 def test_a_target_py_spy_leaves_stopped_is_resumed_and_the_capture_says_so(ssh_host, target):
     capture = _capture(ssh_host("stops_target"), target.pid, native=False)
     _report("target left stopped (SIGSTOP) after py-spy", capture)
