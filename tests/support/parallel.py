@@ -57,11 +57,16 @@ FIRST = (
     "tests/browser/test_csp.py",
     "tests/test_error_corpus.py",
     "tests/browser/test_xss.py",
+    "tests/profiles/watches/test_notify_secrets.py",  # one test of 50-80 s
+    "tests/profiles/jobs/test_dumps_torch.py",  # three gloo jobs, 45-50 s
+    "tests/runs/test_launches_torch.py",  # ran last, alone for 41 s, when left to runs/
     "tests/test_redaction_walk.py",
     "tests/profiles/captures/test_analysis_once_e2e.py",
     "tests/profiles/captures/test_fault_matrix.py",
     "tests/browser/test_screenshots.py",
     "tests/browser/test_capture_flow.py",
+    "tests/profiles/test_default_keywords_migration.py",
+    "tests/config/test_gunicorn.py",
     "tests/profiles/jobs/test_jobs_e2e.py",
     "tests/config/test_serve.py",
     "tests/profiles/watches/test_e2e.py",
