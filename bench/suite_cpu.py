@@ -24,6 +24,12 @@ PostgreSQL, …), from a look at every process every 0.3 s (what lived less than
 is missed; what ran before the command counts from its start):
 
     CI=true .venv/bin/python bench/suite_cpu.py --kinds -- make test
+
+Whether the machine was the limit: its user, system, idle and stolen core-seconds
+over a command, from /proc/stat before and after (nothing sampled meanwhile, so the
+run is not slowed as `--kinds` slows it):
+
+    CI=true .venv/bin/python bench/suite_cpu.py --machine -- make test
 """
 
 from __future__ import annotations
@@ -52,10 +58,16 @@ if _WORKER:
 _rows: list[tuple[str, float, float, float, float]] = []
 
 
+def _ticks() -> list[int]:
+    """The machine's CPU ticks since boot, every core: user, nice, system, idle, iowait,
+    irq, softirq, steal."""
+    with open("/proc/stat") as stat:
+        return [int(v) for v in stat.readline().split()[1:9]]
+
+
 def busy_cpu_s() -> float:
     """Busy CPU seconds of the whole machine since boot (every core, not idle or iowait)."""
-    with open("/proc/stat") as stat:
-        ticks = [int(v) for v in stat.readline().split()[1:9]]
+    ticks = _ticks()
     return (sum(ticks) - ticks[3] - ticks[4]) / _TICKS
 
 
@@ -198,6 +210,23 @@ def kinds(command: list[str], every_s: float = 0.3) -> int:
     return proc.returncode
 
 
+def machine(command: list[str]) -> int:
+    """Run `command`, then print the machine's core-seconds meanwhile: user, system,
+    idle and stolen, and the cores busy on average."""
+    before, wall = _ticks(), time.monotonic()
+    code = subprocess.call(command)
+    spent = [(now - then) / _TICKS for now, then in zip(_ticks(), before, strict=True)]
+    wall = time.monotonic() - wall
+    user, system = spent[0] + spent[1], spent[2] + spent[5] + spent[6]
+    idle, steal = spent[3] + spent[4], spent[7]
+    print(
+        f"\nsuite_cpu --machine: {wall:.0f} s on {os.cpu_count()} cores; core-seconds: "
+        f"user {user:.0f}, system {system:.0f}, idle {idle:.0f}, stolen {steal:.0f}; "
+        f"{(user + system) / wall:.2f} cores busy on average"
+    )
+    return code
+
+
 if __name__ == "__main__":
     import argparse
     import sys
@@ -206,9 +235,12 @@ if __name__ == "__main__":
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--timeline", nargs="+", metavar="TSV", help=timeline.__doc__)
     mode.add_argument("--kinds", action="store_true", help=kinds.__doc__)
+    mode.add_argument("--machine", action="store_true", help=machine.__doc__)
     parser.add_argument("--last", type=float, default=120.0, help="seconds at the end")
-    parser.add_argument("command", nargs="*", help="with --kinds: the command to run")
+    parser.add_argument("command", nargs="*", help="with --kinds, --machine: the command")
     args = parser.parse_args()
     if args.kinds:
         sys.exit(kinds(args.command))
+    if args.machine:
+        sys.exit(machine(args.command))
     timeline(args.timeline, args.last)
