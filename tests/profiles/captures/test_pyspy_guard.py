@@ -116,22 +116,28 @@ def test_a_native_record_whose_every_sample_fails_is_recorded_again_python_only(
     assert 'id="python-only"' in page and "Python-only stacks" in page
 
 
-def test_a_whole_job_rank_whose_native_fails_is_recorded_again_python_only(ssh_host, monkeypatch):
+def _two_ranks(ssh_host, monkeypatch, kind: str, **settings) -> list[Capture]:
+    """A two-rank job on a host whose py-spy is `kind`, recorded as the worker does it
+    (one host session) and analysed; its captures."""
     monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
-    host = ssh_host("merge_fails")
+    host = ssh_host(kind)
     run = Run.objects.create(name="job")
     with start_workload(threads=1) as one, start_workload(threads=1) as two:
         for rank, workload in enumerate((one, two)):
             RunProcess.objects.create(run=run, host=host, pid=workload.pid, role=f"rank-{rank}")
-        group = jobs.capture_group_create(user=None, run=run, duration=2, rate=50, native=True)
+        group = jobs.capture_group_create(user=None, run=run, duration=2, rate=50, **settings)
         ids = list(group.captures.values_list("pk", flat=True))
         parsing = group_pipeline.host_captures_execute(
             group_id=group.pk, host_id=host.pk, capture_ids=ids
         )
     assert sorted(parsing) == sorted(ids)
-    for capture in Capture.objects.filter(pk__in=ids):
-        pipeline.capture_analyze_stored(capture_id=capture.pk)
-        capture.refresh_from_db()
+    for capture_id in ids:
+        pipeline.capture_analyze_stored(capture_id=capture_id)
+    return list(Capture.objects.filter(pk__in=ids))
+
+
+def test_a_whole_job_rank_whose_native_fails_is_recorded_again_python_only(ssh_host, monkeypatch):
+    for capture in _two_ranks(ssh_host, monkeypatch, "merge_fails", native=True):
         _report("whole-job rank, --native failing every sample", capture)
         assert capture.status == "done" and capture.stats["total_samples"] > 0
         assert capture.progress["python_only"]["reason"] == "native_failed"
@@ -141,21 +147,7 @@ def test_a_whole_job_rank_whose_native_fails_is_recorded_again_python_only(ssh_h
 def test_a_whole_job_rank_whose_py_spy_crashes_with_subprocesses_is_recorded_again_without(
     ssh_host, monkeypatch
 ):
-    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
-    host = ssh_host("crashes_with_subprocesses")
-    run = Run.objects.create(name="job")
-    with start_workload(threads=1) as one, start_workload(threads=1) as two:
-        for rank, workload in enumerate((one, two)):
-            RunProcess.objects.create(run=run, host=host, pid=workload.pid, role=f"rank-{rank}")
-        group = jobs.capture_group_create(user=None, run=run, duration=2, rate=50)
-        ids = list(group.captures.values_list("pk", flat=True))
-        parsing = group_pipeline.host_captures_execute(
-            group_id=group.pk, host_id=host.pk, capture_ids=ids
-        )
-    assert sorted(parsing) == sorted(ids)
-    for capture in Capture.objects.filter(pk__in=ids):
-        pipeline.capture_analyze_stored(capture_id=capture.pk)
-        capture.refresh_from_db()
+    for capture in _two_ranks(ssh_host, monkeypatch, "crashes_with_subprocesses"):
         _report("whole-job rank, py-spy segfaulting with --subprocesses", capture)
         assert capture.subprocesses and capture.status == "done", capture.error
         assert capture.stats["total_samples"] > 0
