@@ -38,7 +38,6 @@ from runs.services import host_target
 
 log = logging.getLogger(__name__)
 HEARTBEAT_EVERY_S = 1.0
-SAMPLING_LINE = "py-spy> Sampling process"  # py-spy's first line: it samples from now
 
 
 def worker_name() -> str:
@@ -80,7 +79,7 @@ class _Progress:
 
     def on_line(self, line: str, elapsed_s: float | None = None) -> None:
         self.lines.append(line)
-        if self.sampling_started_at is None and line.startswith(SAMPLING_LINE):
+        if self.sampling_started_at is None and line.startswith(remote.SAMPLING_LINE):
             self.sampling_started_at = timezone.now()
             self.sampling_since = time.monotonic()
             self.beat(force=True)  # the page says "sampling" from now, not a beat later

@@ -33,7 +33,6 @@ from profiles import pyspy
 from profiles.captures.lifecycle import Status, capture_claim, capture_mark_failed
 from profiles.captures.pipeline import (
     HEARTBEAT_EVERY_S,
-    SAMPLING_LINE,
     _record_settings,
     again_failed,
     capture_record_finish,
@@ -109,7 +108,7 @@ class _HostSession:
     def on_line(self, pid: int, line: str, elapsed_s: float) -> None:
         rank = self.ranks[pid]
         rank.lines.append(line)
-        if rank.sampling_since is None and line.startswith(SAMPLING_LINE):
+        if rank.sampling_since is None and line.startswith(remote.SAMPLING_LINE):
             rank.sampling_since = time.monotonic()
             Capture.objects.filter(pk=rank.capture.pk).update(sampling_started_at=timezone.now())
         elif "behind in sampling" in line:

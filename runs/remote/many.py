@@ -26,6 +26,7 @@ from .build import wrap as _wrap
 from .model import (
     END_MARKER,
     READY,
+    SAMPLING_LINE,
     STARTUP_S,
     RecordResult,
     RecordSettings,
@@ -36,7 +37,6 @@ from .model import (
 
 WAITING = "@@flamedeck-waiting@@"  # stdout: the script runs and waits for `go`
 EXITED = "@@flamedeck-exited@@"  # tagged stdout line: that py-spy closed its stdout
-SAMPLING = "py-spy> Sampling process"
 STOPPED = "Stopped sampling"  # py-spy's line when the process exits (or a stop)
 
 _MANY_BODY = """\
@@ -148,7 +148,7 @@ def record_many_script(
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
     body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
     body = body.replace("@WAITING@", WAITING).replace("@EXITED@", EXITED)
-    body = body.replace("@SAMPLING@", SAMPLING)
+    body = body.replace("@SAMPLING@", SAMPLING_LINE)
     head = _script_head(target) + guard.shell(settings.native)
     return head + body.replace("@MARKER@", END_MARKER)
 
@@ -224,7 +224,7 @@ class _ManyWatch:
             self.exited.add(pid)
             self.spans[pid].setdefault("stop", elapsed_s)
             return
-        if pid not in self.sampling and text.startswith(SAMPLING):
+        if pid not in self.sampling and text.startswith(SAMPLING_LINE):
             self.sampling[pid] = time.monotonic()
             self.spans[pid].setdefault("start", elapsed_s)
         elif STOPPED in text and "start" in self.spans[pid]:

@@ -20,6 +20,7 @@ Cause = Literal[
 READY = "@@flamedeck-ready@@"  # printed to stderr once the script runs on the host
 END_MARKER = "@@flamedeck-end-5f2c9a@@"  # separates py-spy's log from the raw file
 PYSPY_MISSING = "flamedeck: py-spy not found on the host"
+SAMPLING_LINE = "py-spy> Sampling process"  # py-spy's first line: it samples from now
 STARTUP_S = 30.0  # time allowed past connect for py-spy to attach and start sampling
 QUICK_TIMEOUT_S = 60.0  # bound for dump / check / ps, past the connect timeout
 

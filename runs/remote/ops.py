@@ -29,6 +29,7 @@ from .model import (
     MESSAGES,
     QUICK_TIMEOUT_S,
     READY,
+    SAMPLING_LINE,
     STARTUP_S,
     Cause,
     DumpResult,
@@ -90,7 +91,7 @@ class _RecordWatch:
             if fact[1] == "clock":
                 self.clock.update(guard.clock_offset(fact[2]))
             return
-        if self.sampling_since is None and line.startswith("py-spy> Sampling process"):
+        if self.sampling_since is None and line.startswith(SAMPLING_LINE):
             self.sampling_since = elapsed_s
             self.clock.update(guard.host_time("sampling_at", self.clock))
         if self.on_progress is not None:
