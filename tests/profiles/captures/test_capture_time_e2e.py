@@ -62,15 +62,20 @@ def test_a_capture_keeps_its_time_and_finds_the_planted_period_on_the_jobs_clock
     assert track.exact and track.record_states is not None
     assert {t.name for t in track.timed()} >= {"MainThread"}
 
-    # The period and the burst length, against the job's own clock.
-    inside = [b for b in bursts if b["burst_start"] > time_info["start"]]
+    # The period and the burst length, against the job's own clock, over the bursts the
+    # engine times too: the whole ones, begun and ended inside the window. A burst cut by
+    # the window's end counted in the job's mean before and never in the engine's (once
+    # 2.54 s against the engine's 2.86 s, beside the suite, where the intervals vary).
+    start, end = time_info["start"], time_info["end"]
+    inside = [b for b in bursts if start < b["burst_start"] and b["burst_end"] < end]
     assert len(inside) >= 3, bursts
     period = (inside[-1]["burst_start"] - inside[0]["burst_start"]) / (len(inside) - 1)
     length = sum(b["burst_end"] - b["burst_start"] for b in inside) / len(inside)
     stalls = [f for f in capture.stats["findings"] if f["rule"] == "periodic_stall"]
     assert len(stalls) == 1, capture.stats["findings"]
     stall = stalls[0]
-    assert abs(stall["period_s"] - period) <= 0.1 * period, (stall, period)
+    job = [[round(b["burst_start"] - start, 2), round(b["burst_end"] - start, 2)] for b in bursts]
+    assert abs(stall["period_s"] - period) <= 0.1 * period, (stall, period, job)
     assert abs(stall["duration_s"] - length) <= 0.3, (stall, length)
     assert "evaluate" in (stall.get("function") or ""), stall
     # Its design effects, measured over 1 s blocks: the evaluation in bursts counts many
