@@ -85,8 +85,9 @@ def train(args: argparse.Namespace, slow: bool, clock, state: dict) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = make_loader(args, slow, clock)
     while True:
+        batches = iter(loader)
         try:
-            for x, y in loader:
+            for x, y in batches:
                 optimizer.zero_grad()
                 nn.functional.cross_entropy(model(x), y).backward()  # DDP's all-reduce
                 optimizer.step()
@@ -96,10 +97,30 @@ def train(args: argparse.Namespace, slow: bool, clock, state: dict) -> None:
         except (RuntimeError, OSError, EOFError) as exc:
             # A killed worker: the DataLoader's error, or a broken hand-over when it died
             # while passing a batch (tensors travel as file descriptors).
-            if isinstance(exc, RuntimeError) and "DataLoader worker" not in str(exc):
+            if not _worker_died(exc):
                 raise
+            loader = respawn(batches, exc, args, slow, clock)
+
+
+def _worker_died(exc: BaseException) -> bool:
+    return not isinstance(exc, RuntimeError) or "DataLoader worker" in str(exc)
+
+
+def respawn(batches, exc: BaseException, args: argparse.Namespace, slow: bool, clock):  # noqa: ANN001
+    """A new DataLoader (a persistent iterator stays broken) once the dead worker's
+    iterator is shut down. Until then the DataLoader's SIGCHLD handler raises its own
+    error in whatever line runs when the signal comes: after a broken hand-over it once
+    came in the middle of printing `worker died` and ended the rank, its workers never
+    started again. Shutting the iterator down takes its workers off that watch."""
+    while True:
+        try:
+            batches._shutdown_workers()  # noqa: SLF001 - what the iterator's __del__ calls
             print(f"worker died rank={dist.get_rank()}: {exc!r}", flush=True)
-            loader = make_loader(args, slow, clock)  # a persistent iterator stays broken
+            return make_loader(args, slow, clock)
+        except (RuntimeError, OSError, EOFError) as again:
+            if not _worker_died(again):
+                raise
+            exc = again
 
 
 def live_workers() -> int:
