@@ -22,6 +22,7 @@ import pytest
 
 from profiles.models import Capture, CaptureGroup
 from runs.models import Host, Run, RunProcess
+from tests.support.procs import children, stat
 from tests.support.requirements import require_torch
 from tests.support.sshd import ALIAS, free_port
 from tests.support.worker import WorkerProcess
@@ -112,13 +113,8 @@ class Job:
 
 def _children(pid: int) -> dict[int, float]:
     """The children of `pid` now, with their ages in seconds."""
-    ages = {}
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            ages.update({int(p): _age_s(int(p)) for p in (task / "children").read_text().split()})
-        except (OSError, ValueError):
-            pass
-    return ages
+    found = {child: stat(child) for child in children(pid)}
+    return {child: _age_s(fields) for child, fields in found.items() if fields is not None}
 
 
 def _signal(pids: list[int], signum: int) -> None:
@@ -127,9 +123,8 @@ def _signal(pids: list[int], signum: int) -> None:
             os.kill(pid, signum)
 
 
-def _age_s(pid: int) -> float:
-    after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    started = int(after_name[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
+def _age_s(fields: list[str]) -> float:
+    started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
     return float(Path("/proc/uptime").read_text().split()[0]) - started
 
 
