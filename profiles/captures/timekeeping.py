@@ -38,6 +38,16 @@ def host_clock(facts: dict[str, str]) -> tuple[float, float] | None:
     return (start, end) if 0 < start < end else None
 
 
+def window_at(facts: dict[str, str]) -> float | None:
+    """A whole-job window's start on the host's clock (runs.remote.many), if scheduled:
+    what py-spy sampled before it is cut when its output is split."""
+    try:
+        at = float(facts["window_at"])
+    except (KeyError, ValueError):
+        return None
+    return at if at > 0 else None
+
+
 def timed_result(capture: Capture, result: Any) -> tuple[Any, str | None]:
     """`result` with its speedscope samples split into raw text, and the time track as
     JSON; `result` itself and None when there is nothing to split or it cannot be.
@@ -53,7 +63,7 @@ def timed_result(capture: Capture, result: Any) -> tuple[Any, str | None]:
         idle = bool(capture.idle and not capture.gil)
         split = split_speedscope(
             raw, start=clock[0], end=clock[1], rate=capture.rate, idle=idle,
-            label=f"capture {capture.pk}",
+            label=f"capture {capture.pk}", window_from=window_at(result.facts or {}),
         )  # fmt: skip
     except pyspy.ProfileError as exc:
         log.warning("capture %s: kept without time (%s)", capture.pk, exc)
@@ -68,6 +78,10 @@ def note_clock_offset(capture: Capture, facts: dict[str, str]) -> None:
         offset = float(facts["clock_offset_s"])
     except (KeyError, ValueError):
         return
+    note_progress(capture, clock_offset_s=round(offset, 6))
+
+
+def note_progress(capture: Capture, **fields: Any) -> None:
+    """Merge `fields` into the capture's stored `progress`."""
     current = Capture.objects.values_list("progress", flat=True).get(pk=capture.pk) or {}
-    progress = {**current, "clock_offset_s": round(offset, 6)}
-    Capture.objects.filter(pk=capture.pk).update(progress=progress)
+    Capture.objects.filter(pk=capture.pk).update(progress={**current, **fields})

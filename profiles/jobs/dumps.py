@@ -41,6 +41,7 @@ def host_dumps_execute(group: CaptureGroup, captures: list[Capture]) -> list[int
             repeat=group.dump_repeat,
             interval_s=group.dump_interval_s,
             native=captures[0].native,
+            start_at=group.start_by.timestamp() if group.start_by else None,
         )
     except remote.RemoteError as exc:
         _fail_all(captures, exc.cause, exc.message, detail=exc.detail)

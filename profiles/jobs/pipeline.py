@@ -1,11 +1,15 @@
 """The worker side of a whole-job capture, one host at a time.
 
-One task per host runs one session (`runs.remote.record_many`) that starts every
-py-spy of that host at the same instant. The hosts of a group wait for each other at
-a barrier in the database: each counts itself in `CaptureGroup.hosts_settled` once
-its session is connected (or has failed), and all send `go` when every host has, or
-at `start_by` at the latest. Each capture records when its py-spy announced sampling
-(`sampling_started_at`), from which the group's start skew is measured.
+One task per host runs one session (`runs.remote.record_many`). The group was given
+one instant ahead (`CaptureGroup.start_by`, profiles.jobs.schedule): each session
+measures its host's clock offset, starts that host's py-spy at once so that their
+attach is over before the instant, and the host samples from the instant, on its
+own clock, for the capture's duration; no host waits for another. Each host counts
+itself in `CaptureGroup.hosts_settled` once its session is up (or has failed). Each
+capture records when its first kept sample was taken (`sampling_started_at`, the
+instant, or py-spy's start if that came later), from which the group's start skew is
+measured, and how long after the request it could sample (`progress.lead_s`), from
+which the next group of these hosts is scheduled.
 
 A whole-job record samples each rank's child processes too (`--subprocesses`, the
 default: DataLoader workers). A rank's capture keeps its own samples only, so its
@@ -16,6 +20,7 @@ spoilt (`--native` failed, or py-spy crashed under `--subprocesses`) is recorded
 without it right after the job's window (record_notes.record_again).
 """
 
+import contextlib
 import dataclasses
 import logging
 import re
@@ -42,7 +47,7 @@ from profiles.captures.pipeline import (
     record_again,
     worker_name,
 )
-from profiles.captures.timekeeping import timed_result
+from profiles.captures.timekeeping import note_progress, timed_result, window_at
 from profiles.jobs import dumps as group_dumps
 from profiles.models import Capture, CaptureGroup
 from profiles.pyspy.timetrack import load_track, track_json
@@ -51,7 +56,6 @@ from runs import gpu, remote
 from runs.services import host_target
 
 log = logging.getLogger(__name__)
-BARRIER_POLL_S = 0.05
 
 
 class _Rank:
@@ -68,14 +72,17 @@ class _Rank:
 
 
 class _HostSession:
-    """The start barrier, heartbeats, progress and cancels of one host's session."""
+    """The scheduled instant, heartbeats, progress and cancels of one host's session."""
 
-    def __init__(self, group_id: int, captures: list[Capture]) -> None:
+    def __init__(
+        self, group_id: int, captures: list[Capture], start_at: float | None = None
+    ) -> None:
         self.group_id = group_id
         self.ranks = {c.pid: _Rank(c) for c in captures}
         self.settled = False
-        self.last_poll = self.last_beat = 0.0
+        self.last_beat = 0.0
         self.t0 = time.monotonic()
+        self.start_at = start_at  # the window's instant, epoch seconds (None: at once)
 
     def settle(self) -> None:
         """Count this host at the barrier (once): connected, or failed before it could."""
@@ -90,27 +97,19 @@ class _HostSession:
         self.settle()
 
     def may_start(self) -> bool:
-        now = time.monotonic()
-        if now - self.last_poll < BARRIER_POLL_S:
-            return False
-        self.last_poll = now
-        self.beat()
-        group = CaptureGroup.objects.filter(pk=self.group_id)
-        row = group.values("hosts_settled", "hosts_total", "start_by").first()
-        if row is None:
-            return True
-        late = row["start_by"] is None or timezone.now() >= row["start_by"]
-        go = late or row["hosts_settled"] >= row["hosts_total"]
-        if go:
-            log.info("group %s: go after %.2f s", self.group_id, time.monotonic() - self.t0)
-        return go
+        """No barrier: a session without a scheduled instant (a rank recorded again
+        after the window) starts at once."""
+        return True
 
     def on_line(self, pid: int, line: str, elapsed_s: float) -> None:
         rank = self.ranks[pid]
         rank.lines.append(line)
         if rank.sampling_since is None and line.startswith(remote.SAMPLING_LINE):
-            rank.sampling_since = time.monotonic()
-            Capture.objects.filter(pk=rank.capture.pk).update(sampling_started_at=timezone.now())
+            # Its window starts at the instant: py-spy starts before it, to attach.
+            early_s = max(0.0, (self.start_at or 0.0) - time.time())
+            rank.sampling_since = time.monotonic() + early_s
+            started = timezone.now() + timezone.timedelta(seconds=early_s)
+            Capture.objects.filter(pk=rank.capture.pk).update(sampling_started_at=started)
         elif "behind in sampling" in line:
             lag = pyspy.analyze_lag("\n".join(rank.lines))
             rank.behind_s = lag["max_behind_s"] if lag else rank.behind_s
@@ -164,21 +163,22 @@ def host_captures_execute(*, group_id: int, host_id: int, capture_ids: list[int]
     group = CaptureGroup.objects.filter(pk=group_id).first()
     if group is not None and group.kind == "dump" and captures:
         return group_dumps.host_dumps_execute(group, captures)  # no start barrier
-    session = _HostSession(group_id, captures)
+    start_at = group.start_by.timestamp() if group is not None and group.start_by else None
+    session = _HostSession(group_id, captures, start_at)
     try:
-        if not captures:
+        if not captures or group is None:
             return []
-        return _record_host(captures, session)
+        return _record_host(captures, session, group.created_at)
     finally:
         session.settle()
 
 
-def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
+def _record_host(
+    captures: list[Capture], session: _HostSession, requested_at: datetime
+) -> list[int]:
     host = captures[0].host
     if host is None:
         return _fail_all(captures, session, "host", "The host was deleted.")
-    start_by = CaptureGroup.objects.values_list("start_by", flat=True).get(pk=session.group_id)
-    wait_s = (start_by - timezone.now()).total_seconds() if start_by else 0.0
     try:
         remote.check_target(host_target(host))  # host_config: the field to fix, at once
         outcome = remote.record_many(
@@ -187,7 +187,7 @@ def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
             _record_settings(captures[0]),
             session,
             margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
-            start_within_s=max(0.0, wait_s),
+            start_at=session.start_at,
         )
     except remote.RemoteError as exc:
         return _fail_all(captures, session, exc.cause, exc.message, detail=exc.detail)
@@ -198,7 +198,7 @@ def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
     again = _records_to_take_again(captures, outcome)
     if again:
         _record_again(host, [c for c in captures if c.pid in again], outcome, again)
-    _sampling_starts_from_the_host(captures, outcome)
+    _sampling_starts_from_the_host(captures, outcome, requested_at)
     parsing = []
     for capture in captures:
         result, said = outcome.results[capture.pid], outcome.logs.get(capture.pid, "")
@@ -209,16 +209,26 @@ def _record_host(captures: list[Capture], session: _HostSession) -> list[int]:
     return parsing
 
 
-def _sampling_starts_from_the_host(captures: list[Capture], outcome: Any) -> None:
-    """Each rank's `sampling_started_at` as the host's clock saw py-spy's line (the
-    worker's reading, set live, also holds ssh's delay and the worker's scheduling);
-    across hosts this trusts their clocks to agree, as NTP keeps them."""
+def _sampling_starts_from_the_host(
+    captures: list[Capture], outcome: Any, requested_at: datetime
+) -> None:
+    """Each rank's `sampling_started_at`: when its first kept sample was taken on the
+    host's clock, the scheduled instant or py-spy's sampling line if that came later
+    (the worker's reading, set live, also holds ssh's delay and the worker's
+    scheduling); across hosts this trusts their clocks to agree, as NTP keeps them.
+    And `progress.lead_s`: how long after the request the rank could sample, on this
+    machine's clock (profiles.jobs.schedule learns the next instant from it)."""
     for capture in captures:
         result = outcome.results[capture.pid]
         facts = result.facts if isinstance(result, remote.RecordResult) else {}
-        if (at := remote.guard.sampling_at(facts)) is not None:
-            started = datetime.fromtimestamp(at, tz=UTC)
-            Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
+        if (at := remote.guard.sampling_at(facts)) is None:
+            continue
+        window = window_at(facts) or at
+        started = datetime.fromtimestamp(max(at, window), tz=UTC)
+        Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
+        with contextlib.suppress(KeyError, ValueError):
+            ready = at + float(facts["clock_offset_s"]) - requested_at.timestamp()
+            note_progress(capture, lead_s=round(ready, 3))
 
 
 def _records_to_take_again(

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from profiles.captures.enqueue import group_enqueue_on_commit
 from profiles.captures.services import capture_create
+from profiles.jobs.schedule import group_start_at
 from profiles.models import Capture, CaptureGroup
 from profiles.storage.files import capture_delete_files
 from runs import capture_fields
@@ -35,8 +36,10 @@ def capture_group_create(
 ) -> CaptureGroup:
     """One capture per process of the run, same settings, sampled in one window.
 
-    One task per host starts all of that host's py-spy in one session; the hosts
-    wait for each other (up to FLAMEDECK_GROUP_START_WAIT_S) and start together.
+    One task per host starts all of that host's py-spy in one session; every host
+    samples from one instant a little ahead (profiles.jobs.schedule), whatever the
+    number of hosts: a host whose session comes up late samples from then, and the
+    group's start skew says so.
     Processes known to have exited are skipped. The settings take a whole-job
     capture's defaults (runs.capture_settings): `idle` is on, since without it py-spy
     drops blocked threads' samples, and the waits between ranks are the point.
@@ -51,14 +54,13 @@ def capture_group_create(
         raise ValidationError("Every process of this run has exited; attach the new ones.")
     if not processes:
         raise ValidationError("This run has no processes to capture; attach some first.")
-    hosts_total = len({p.host_id for p in processes})
-    _refuse_beyond_capture_threads(hosts_total)
+    host_ids = {p.host_id for p in processes}
     group = CaptureGroup.objects.create(
         run=run,
         requested_by=user,
         scheduled=scheduled,
-        hosts_total=hosts_total,
-        start_by=timezone.now() + timezone.timedelta(seconds=settings.FLAMEDECK_GROUP_START_WAIT_S),
+        hosts_total=len(host_ids),
+        start_by=group_start_at(host_ids=host_ids),
         kind=kind,
         dump_repeat=repeat,
         dump_interval_s=interval,
@@ -77,20 +79,6 @@ def capture_group_create(
         )
     group_enqueue_on_commit(group=group)
     return group
-
-
-def _refuse_beyond_capture_threads(hosts: int) -> None:
-    """Each host of a group holds one capture thread for the whole window; hosts past
-    a worker's threads would queue past the common start and sample another window."""
-    threads = settings.FLAMEDECK_CAPTURE_CONCURRENCY
-    if hosts > threads:
-        raise ValidationError(
-            f"This run's processes are on {hosts} hosts, but a capture worker runs "
-            f"{threads} host sessions at once (FLAMEDECK_CAPTURE_CONCURRENCY): the "
-            "hosts past that would start late, in another window. Raise "
-            "FLAMEDECK_CAPTURE_CONCURRENCY for the web server and the capture workers "
-            "(and restart them), or capture fewer processes."
-        )
 
 
 def group_summary(group: CaptureGroup) -> dict[str, Any]:

@@ -62,11 +62,17 @@ def split_speedscope(
     rate: float,
     idle: bool,
     label: str = "input",
+    window_from: float | None = None,
 ) -> Split:
     """py-spy speedscope output (bytes, maybe gzip, or text) -> raw text and time track.
 
     `start`/`end`: host epoch seconds read right before py-spy started and right after it
     stopped; `rate`: the requested rate; `idle`: whether py-spy ran with --idle.
+    `window_from`: host epoch seconds of a scheduled window's start (a whole-job
+    capture starts py-spy early so that its attach is over by then): the rounds placed
+    before it are cut from every thread that lived through the capture, and the track
+    starts at the first round kept. A thread with fewer samples than the rounds (born
+    or ended within the capture) cannot be placed, and keeps all of its samples.
     """
     _check_clock(start, end, rate)
     doc = _read(data, label)
@@ -74,6 +80,8 @@ def split_speedscope(
     sampled = [p for p in doc.profiles or [] if p.type == "sampled"]
     stacks = list(doc.stacks)
     kept = [(str(p.name), p.samples, p.weights if p.unit == "none" else None) for p in sampled]
+    if idle and window_from is not None:
+        kept, start = _from_window(kept, start, end, window_from)
     profile = parse_speedscope(doc, label)  # the same checks and skipped_lines as `analyze`
     writer = _Records(names, stacks)
     threads = [writer.thread(name, samples, weights) for name, samples, weights in kept]
@@ -93,6 +101,23 @@ def split_speedscope(
         reason=reason,
     )
     return Split("\n".join(lines) + "\n", track)
+
+
+def _from_window(kept: list, start: float, end: float, window_from: float) -> tuple[list, float]:
+    """`kept` without the rounds placed before `window_from`, and the new start."""
+    rounds = max((len(samples) for _, samples, _ in kept if samples is not None), default=0)
+    if not rounds or not start < window_from < end:
+        return kept, start
+    step = (end - start) / rounds
+    cut = min(rounds - 1, math.ceil((window_from - start) / step))
+    if cut <= 0:
+        return kept, start
+    whole = []
+    for name, samples, weights in kept:
+        if samples is not None and len(samples) == rounds:
+            samples, weights = samples[cut:], None if weights is None else weights[cut:]
+        whole.append((name, samples, weights))
+    return whole, start + cut * step
 
 
 def _check_clock(start: float, end: float, rate: float) -> None:

@@ -11,8 +11,10 @@ made per session: frame names are the target's text and could hold a fixed marke
 
 from __future__ import annotations
 
+import math
 import secrets
 import shlex
+import time
 from dataclasses import dataclass, field
 
 from .build import _script_head, classify, clean_stderr, wrap
@@ -40,6 +42,12 @@ one() {  # PID ROUND: one dump, --native first when asked and again without it
   fi
   printf '%s %s\n' "$rc" "$native" >"$dir/$1.$2.rc"
 }
+# The group's instant on this host's clock: every host's first round at once.
+if [ @AT@ != 0 ]; then
+  left=$(awk -v t=@AT@ -v n="$(date +%s.%N 2>/dev/null)" \
+    'BEGIN { s = t - n; if (s < 0) s = 0; printf "%.3f", s }')
+  sleep "$left"
+fi
 round=0
 while [ "$round" -lt @REPEAT@ ]; do
   for pid in @PIDS@; do one "$pid" "$round" & done
@@ -84,9 +92,19 @@ class PidDumps:
 
 
 def dump_many_script(
-    target: Target, pids: list[int], *, repeat: int, interval_s: float, native: bool, marker: str
+    target: Target,
+    pids: list[int],
+    *,
+    repeat: int,
+    interval_s: float,
+    native: bool,
+    marker: str,
+    start_at: float | None = None,
 ) -> str:
-    """POSIX sh that dumps every PID `repeat` times, `interval_s` apart (module doc)."""
+    """POSIX sh that dumps every PID `repeat` times, `interval_s` apart (module doc),
+    the first round at `start_at` (epoch seconds on the host's clock) when given."""
+    if start_at is not None and not (math.isfinite(start_at) and start_at > 0):
+        raise ValueError(f"start_at must be an epoch time, not {start_at!r}")
     if not 1 <= repeat <= MAX_REPEAT:
         raise ValueError(f"repeat must be 1 to {MAX_REPEAT}, not {repeat!r}")
     if not 0 <= interval_s <= MAX_INTERVAL_S:
@@ -98,25 +116,36 @@ def dump_many_script(
         .replace("@REPEAT@", str(int(repeat)))
         .replace("@INTERVAL@", f"{float(interval_s):g}")
         .replace("@NATIVE@", "1" if native else "0")
+        .replace("@AT@", f"{start_at:.6f}" if start_at else "0")
         .replace("@MARKER@", shlex.quote(marker))
     )
     return _script_head(target) + body
 
 
 def dump_many(
-    target: Target, pids: list[int], *, repeat: int, interval_s: float, native: bool = True
+    target: Target,
+    pids: list[int],
+    *,
+    repeat: int,
+    interval_s: float,
+    native: bool = True,
+    start_at: float | None = None,
 ) -> dict[int, PidDumps]:
     """Dump every PID `repeat` times in one session; per PID its dumps and first error.
+    With `start_at` (epoch seconds), the first round waits for that instant on the
+    host's clock (as NTP keeps it: a dump's moments need not be finer than that).
 
     Raises RemoteError when the session itself failed (host unreachable, key refused,
     py-spy missing): then no PID has a dump.
     """
     marker = f"@@flamedeck-dump-{secrets.token_hex(6)}@@"
     script = dump_many_script(
-        target, pids, repeat=repeat, interval_s=interval_s, native=native, marker=marker
-    )
+        target, pids, repeat=repeat, interval_s=interval_s, native=native, marker=marker,
+        start_at=start_at,
+    )  # fmt: skip
     # Each round waits for its slowest dump: QUICK_TIMEOUT_S bounds a round.
-    timeout = target.connect_timeout_s + repeat * (interval_s + QUICK_TIMEOUT_S)
+    wait = max(0.0, start_at - time.time()) if start_at else 0.0
+    timeout = target.connect_timeout_s + wait + repeat * (interval_s + QUICK_TIMEOUT_S)
     done = _execute(target, wrap(target, ["sh", "-c", script]), stdin_open=False,
                     timeout_s=timeout, grace_s=2)  # fmt: skip
     if done.stopped == "killed":

@@ -1,12 +1,22 @@
-"""Record several processes of one host in one session, all starting at one instant.
+"""Record several processes of one host in one session, all sampling one window.
 
 A whole-job capture runs one session per host (one ssh connection, not one per
-rank). The host script starts, says it is waiting, and starts every py-spy when the
-worker writes `go` (so hosts that connected at different speeds still start
-together). py-spy's stdout streams back line by line, each line prefixed with its
-PID. `stop PID` on stdin stops one py-spy (a cancel); end-of-file stops them all
-with SIGINT, as for a single record. After the last py-spy exits, each one's exit
-code, stderr and raw file come back framed with byte counts, then the GPU CSV.
+rank) and gives every host the same instant to sample from (`start_at`, this
+machine's epoch seconds). The host script starts and says it is waiting, with its
+clock; the worker measures the host's clock offset from a few `clock` round trips
+(the quickest one: its error is at most half that trip) and writes `at T`, the
+instant on the host's clock. The host then starts every py-spy at once, so that
+py-spy's attach (a second or more on a busy torch rank with `--native`) happens
+before T, not after, and stops them all itself at T + duration. What py-spy sampled
+before T is cut from the record when it is split (profiles.pyspy.split, by the fact
+`window_at`), so each rank's first kept sample is at T, or at its own start if that
+came later. `go` instead starts now, for as long as the worker lets it run (a rank
+recorded again after the window).
+
+py-spy's stdout streams back line by line, each line prefixed with its PID. `stop
+PID` on stdin stops one py-spy (a cancel); end-of-file stops them all with SIGINT, as
+for a single record. After the last py-spy exits, each one's exit code, stderr and
+raw file come back framed with byte counts, then the GPU CSV.
 """
 
 from __future__ import annotations
@@ -36,6 +46,10 @@ from .model import (
 )
 
 WAITING = "@@flamedeck-waiting@@"  # stdout: the script runs and waits for `go`
+CLOCK = "@@flamedeck-clock@@"  # stdout: the host's `date +%s.%N`, asked by `clock`
+CLOCK_TRIPS = 3  # `clock` round trips per session; the quickest gives the offset
+LEAST_WINDOW_S = 1.0  # a host that comes up after the window's end still samples this
+STOP_SLACK_S = 3.0  # past T + duration the worker stops a host that did not stop itself
 EXITED = "@@flamedeck-exited@@"  # tagged stdout line: that py-spy closed its stdout
 STOPPED = "Stopped sampling"  # py-spy's line when the process exits (or a stop)
 
@@ -46,8 +60,19 @@ trap 'rm -rf "$dir"' EXIT
 exec 3<&0 </dev/null
 for p in @PIDS@; do fd_before "$p"; done
 printf '%s %s\\n' @WAITING@ "$(date +%s.%N 2>/dev/null)"
-IFS= read -r go <&3 || exit 0
-[ "$go" = go ] || exit 0
+# `clock` answers the host's time (the worker measures this host's offset from the
+# round trips); `go` starts now; `at T` starts now too, samples through the scheduled
+# instant T (host epoch seconds) and stops every py-spy at T + duration by itself.
+go=
+while read -r cmd arg <&3; do
+  case $cmd in
+    clock) printf '%s %s\\n' @CLOCK@ "$(date +%s.%N 2>/dev/null)" ;;
+    go) go=now; break ;;
+    at) case $arg in '' | *[!0-9.]*) break ;; esac; go=$arg; break ;;
+    *) break ;;
+  esac
+done
+[ -n "$go" ] || exit 0
 # Every fifo first: a failure here must not leave a started py-spy behind.
 for p in @PIDS@; do mkfifo "$dir/$p.fifo" || exit 1; done
 spies= taggers=
@@ -95,6 +120,17 @@ stop_spies() {
   stop_spies $spies
 ) >/dev/null 2>&1 &
 watch=$!
+timer=
+if [ "$go" != now ]; then
+  for p in @PIDS@; do fd_fact "$p" "window_at=$go"; done
+  (
+    left=$(awk -v t="$go" -v d=@DURATION@ -v n="$(date +%s.%N 2>/dev/null)" \\
+      'BEGIN { s = t + d - n; if (s < @LEAST@) s = @LEAST@; printf "%.3f", s }')
+    sleep "$left"
+    stop_spies $spies
+  ) >/dev/null 2>&1 3<&- &
+  timer=$!
+fi
 exec 3<&-
 trap 'for s in $spies; do kill -INT "$s" 2>/dev/null; done' HUP TERM
 for p in @PIDS@; do
@@ -107,7 +143,7 @@ for p in @PIDS@; do
   fd_fact "$p" "ended_at=$(date +%s.%N 2>/dev/null)"
 done
 for p in @PIDS@; do fd_children "$p" children_end; done
-kill "$watch" 2>/dev/null
+kill "$watch" $timer 2>/dev/null
 [ -n "$gpu" ] && kill "$gpu" 2>/dev/null && wait "$gpu" 2>/dev/null
 for t in $taggers; do wait "$t"; done
 for p in @PIDS@; do fd_after "$p"; done
@@ -126,7 +162,12 @@ exit 0
 
 
 def record_many_script(
-    target: Target, pids: list[int], settings: RecordSettings, *, kill_after_s: float = 30
+    target: Target,
+    pids: list[int],
+    settings: RecordSettings,
+    *,
+    kill_after_s: float = 30,
+    early_s: float = 0.0,
 ) -> str:
     """POSIX sh that records every PID of `pids` on one host, started by one `go`.
 
@@ -138,16 +179,22 @@ def record_many_script(
     `END_MARKER gpu BYTES` + nvidia-smi's CSV. Each PID's children when py-spy
     starts and after it stopped come as facts (guard.children): with `--subprocesses`
     (a whole-job capture's default) they say how many DataLoader workers ran at once.
+    `early_s`: how long before a scheduled instant py-spy may start; its own
+    `--duration` (a count of samples, not a bound) then covers that too.
     """
     checked = [check_pid(pid) for pid in pids]
     if not checked or len(set(checked)) != len(checked):
         raise ValueError(f"record_many needs distinct PIDs, not {pids!r}")
     body = _MANY_BODY.replace("@PIDS@", " ".join(str(pid) for pid in checked))
-    body = body.replace("@FLAGS@", shlex.join(record_flags(replace(settings, native=False))))
+    longer = settings.duration_s + math.ceil(early_s) + STOP_SLACK_S if early_s > 0 else None
+    flags = replace(settings, native=False, duration_s=longer or settings.duration_s)
+    body = body.replace("@FLAGS@", shlex.join(record_flags(flags)))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
     body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
     body = body.replace("@WAITING@", WAITING).replace("@EXITED@", EXITED)
+    body = body.replace("@CLOCK@", CLOCK).replace("@DURATION@", f"{settings.duration_s:g}")
+    body = body.replace("@LEAST@", f"{LEAST_WINDOW_S:g}")
     body = body.replace("@SAMPLING@", SAMPLING_LINE)
     head = _script_head(target) + guard.shell(settings.native)
     return head + body.replace("@MARKER@", END_MARKER)
@@ -185,11 +232,50 @@ class ManyResult:
     spans: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
+class _HostClock:
+    """This host's clock offset (this machine's clock less the host's), from `clock`
+    round trips: NTP's estimate, the midpoint of the trip with the smallest delay."""
+
+    def __init__(self) -> None:
+        self.asked_at: float | None = None
+        self.trips = 0
+        self.best: tuple[float, float] | None = None  # (round trip s, offset s)
+
+    def ask(self) -> bytes:
+        self.asked_at, self.trips = time.time(), self.trips + 1
+        return b"clock\n"
+
+    def answer(self, host_epoch: str) -> None:
+        asked, self.asked_at = self.asked_at, None
+        try:
+            host = float(host_epoch)
+        except ValueError:
+            return
+        if asked is None or not math.isfinite(host) or host <= 0:
+            return
+        now = time.time()
+        trip = now - asked
+        if self.best is None or trip < self.best[0]:
+            self.best = (trip, (asked + now) / 2 - host)
+
+    def waiting(self) -> bool:
+        return self.asked_at is not None
+
+    def facts(self) -> dict[str, str]:
+        if self.best is None:
+            return {}
+        trip, offset = self.best
+        return {"clock_offset_s": f"{offset:.6f}", "clock_trip_s": f"{trip:.6f}"}
+
+
 class _ManyWatch:
     """Clock, go gate, per-PID stops and line routing for one host session."""
 
-    def __init__(self, pids: list[int], duration_s: float, session: Session) -> None:
+    def __init__(
+        self, pids: list[int], duration_s: float, session: Session, start_at: float | None
+    ) -> None:
         self.pids, self.duration_s, self.session = pids, duration_s, session
+        self.start_at = start_at
         self.ready = self.started = False
         self.sampling: dict[int, float] = {}
         self.exited: set[int] = set()
@@ -198,6 +284,9 @@ class _ManyWatch:
         self.spans: dict[int, dict[str, float]] = {pid: {} for pid in pids}
         self.facts: dict[int, dict[str, str]] = {pid: {} for pid in pids}
         self.clock: dict[str, str] = {}
+        self.host_clock = _HostClock()
+        self.window_elapsed: float | None = None  # T in seconds of the session
+        self.zero = time.monotonic()
         self.in_log = True
 
     def on_line(self, line: str, elapsed_s: float) -> None:
@@ -205,21 +294,28 @@ class _ManyWatch:
             self.in_log = False
         if not self.in_log:
             return
-        if line.split(" ", 1)[0] == WAITING:
+        word, _, rest = line.partition(" ")
+        if word == WAITING:
             # WAITING carries the host's clock: this host's offset, for one timeline.
-            self.clock = guard.clock_offset(line.partition(" ")[2])
+            self.zero = time.monotonic() - elapsed_s
+            self.clock = guard.clock_offset(rest)
             self.ready = True
             self.session.on_ready()
+            return
+        if word == CLOCK:
+            self.host_clock.answer(rest)
             return
         fact = guard.read_fact(line)
         if fact is not None:
             if fact[0] in self.facts:
                 self.facts[fact[0]][fact[1]] = fact[2]
             return
-        head, _, text = line.partition(" ")
-        pid = int(head) if head.isdigit() else None
+        pid = int(word) if word.isdigit() else None
         if pid not in self.logs:
             return
+        self._pid_line(pid, rest, elapsed_s)
+
+    def _pid_line(self, pid: int, text: str, elapsed_s: float) -> None:
         if text == EXITED:
             self.exited.add(pid)
             self.spans[pid].setdefault("stop", elapsed_s)
@@ -236,17 +332,43 @@ class _ManyWatch:
         if not self.ready:
             return b""
         if not self.started:
-            self.started = self.session.may_start()
-            return b"go\n" if self.started else b""
+            return self._start()
         stops = [p for p in self.session.pids_to_stop() if p in self.logs and p not in self.stopped]
         self.stopped.update(stops)
         return b"".join(f"stop {pid}\n".encode() for pid in stops)
 
+    def _start(self) -> bytes:
+        if self.start_at is None:
+            self.started = self.session.may_start()
+            return b"go\n" if self.started else b""
+        if self.host_clock.waiting():
+            return b""
+        if self.host_clock.trips < CLOCK_TRIPS and time.time() < self.start_at:
+            return self.host_clock.ask()
+        self.clock = self.host_clock.facts() or self.clock
+        offset = float(self.clock.get("clock_offset_s", 0.0))
+        self.started = True
+        self.window_elapsed = self.start_at - time.time() + time.monotonic() - self.zero
+        return f"at {self.start_at - offset:.6f}\n".encode()
+
     def should_stop(self) -> bool:
-        """Every py-spy has started (or ended) and the last to start sampled long enough."""
+        """Every py-spy has started (or ended) and the last to start sampled long enough;
+        with a scheduled instant, only when the host did not stop them by itself."""
+        if self.start_at is not None:
+            return self.started and time.time() >= self.start_at + self.duration_s + STOP_SLACK_S
         if not self.sampling or not set(self.pids) <= set(self.sampling) | self.exited:
             return False
         return time.monotonic() - max(self.sampling.values()) >= self.duration_s
+
+    def close_spans(self, elapsed_s: float) -> None:
+        """Each span ends when the session did, if nothing ended it before, and starts no
+        earlier than the scheduled instant (the samples before it are cut)."""
+        for span in self.spans.values():
+            if "start" not in span:
+                continue
+            span.setdefault("stop", elapsed_s)
+            if self.window_elapsed is not None:
+                span["start"] = min(span["stop"], max(span["start"], self.window_elapsed))
 
 
 def _frames(stdout: bytes) -> tuple[dict[int, tuple[int, bool, str, bytes]], str | None] | None:
@@ -301,18 +423,25 @@ def record_many(
     *,
     margin_s: float = 30.0,
     start_within_s: float = 30.0,
+    start_at: float | None = None,
 ) -> ManyResult:
     """Record every PID of `pids` on one host, over one connection, in one window.
 
-    py-spy starts for all PIDs when `session.may_start()` says so; the capture ends
-    when the last py-spy to announce sampling has sampled `settings.duration_s`
-    seconds (so every window covers the same span), or per PID on a cancel. A host
+    With `start_at` (this machine's epoch seconds) py-spy starts for all PIDs as soon
+    as the host's clock offset is measured, and every rank's window is `start_at` to
+    `start_at + settings.duration_s` (module doc). Without it, py-spy starts when
+    `session.may_start()` says so, and the capture ends when the last py-spy to
+    announce sampling has sampled `settings.duration_s` seconds. Either ends early per
+    PID on a cancel. A host
     that cannot be reached, or a session that dies, raises RemoteError (for every
     PID; `ManyResult` is not returned); a PID whose py-spy failed gets its own
     RemoteError in `results`.
     """
-    script = record_many_script(target, pids, settings, kill_after_s=margin_s)
-    watch = _ManyWatch(list(pids), settings.duration_s, session)
+    if start_at is not None:
+        start_within_s = max(0.0, start_at - time.time())
+    early_s = start_within_s if start_at is not None else 0.0
+    script = record_many_script(target, pids, settings, kill_after_s=margin_s, early_s=early_s)
+    watch = _ManyWatch(list(pids), settings.duration_s, session, start_at)
     bound = target.connect_timeout_s + start_within_s + STARTUP_S + settings.duration_s
     argv = _wrap(target, ["sh", "-c", script])
     try:
@@ -342,7 +471,5 @@ def record_many(
         )  # fmt: skip
         for pid in pids
     }
-    for span in watch.spans.values():
-        if "start" in span:
-            span.setdefault("stop", done.elapsed_s)
+    watch.close_spans(done.elapsed_s)
     return ManyResult(results, logs, gpu_csv, watch.spans)

@@ -100,6 +100,33 @@ def test_every_pid_starts_at_one_go_and_samples_the_same_window(transport, reque
     assert not any(pyspy_running(pid) for pid in pids)
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_with_an_instant_every_py_spy_attaches_before_it_and_the_host_ends_the_window(
+    transport, request, three
+):
+    """The scheduled instant: py-spy starts (and attaches) as soon as the host's clock
+    is measured, every PID's window starts at the instant on the host's clock and the
+    host itself stops them all `duration` later; the worker never has to say stop."""
+    target = request.getfixturevalue(f"{transport}_target")
+    pids = [w.pid for w in three]
+    start_at = time.time() + 2.5
+    outcome = record_many(target, pids, SHORT, Session(), start_at=start_at)
+    for pid in pids:
+        facts = outcome.results[pid].facts
+        window, sampling, ended = (
+            float(facts[k]) for k in ("window_at", "sampling_at", "ended_at")
+        )
+        offset = float(facts["clock_offset_s"])  # one machine: the clocks agree
+        assert abs(offset) < 0.05 and 0 < float(facts["clock_trip_s"]) < 1.0
+        assert abs(window + offset - start_at) < 1e-3
+        assert sampling < window  # attached before the instant
+        assert SHORT.duration_s <= ended - window < SHORT.duration_s + 1.0
+        assert outcome.results[pid].stopped_by == "duration"
+        span = outcome.spans[pid]
+        assert span["stop"] - span["start"] == pytest.approx(SHORT.duration_s, abs=1.0)
+    assert not any(pyspy_running(pid) for pid in pids)
+
+
 def test_a_missing_pid_fails_alone_and_a_stopped_one_keeps_its_samples(local_target, three):
     pids = [w.pid for w in three]
     session = Session(stop=pids[0], stop_after_s=1.0)

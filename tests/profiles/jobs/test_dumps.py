@@ -111,9 +111,11 @@ def test_the_last_rank_stored_makes_the_groups_stacks_and_failures_stay_on_their
     from runs import remote
 
     pids = sorted(hung_run.processes.values_list("pid", flat=True))
+    starts = []
 
-    def fake_dump_many(target, asked, *, repeat, interval_s, native=True):
+    def fake_dump_many(target, asked, *, repeat, interval_s, native=True, start_at=None):
         assert (asked, repeat, interval_s) == (pids, 3, 1.0)
+        starts.append(start_at)
         found = {pid: remote.PidDumps() for pid in asked}
         for pid in pids[:2]:
             found[pid].dumps = [remote.Dump(_py_spy_json(WAITING), 10.0 + i, True)
@@ -137,6 +139,7 @@ def test_the_last_rank_stored_makes_the_groups_stacks_and_failures_stay_on_their
         )
     assert parsing == []  # each rank was analysed in the host's task
     group = CaptureGroup.objects.get(pk=group_id)
+    assert starts == [pytest.approx(group.start_by.timestamp())]  # the group's instant
     verdict = group.stacks["verdict"]
     assert verdict["kind"] == "stuck" and verdict["odd"] == ["rank-2"]
     assert verdict["user_frame"] == "wait_for_lock (train.py:62)"

@@ -1,4 +1,4 @@
-"""One host of a whole-job capture with the remote seam swapped: the start barrier,
+"""One host of a whole-job capture with the remote seam swapped: the scheduled instant,
 per-rank outcomes, and a host failure that fails only that host's ranks.
 
 The seam itself is tested for real in tests/runs/test_remote_many.py and end to end
@@ -44,16 +44,18 @@ def test_the_group_knows_how_many_hosts_must_meet_at_the_start(group):
     assert group.start_by > timezone.now()
 
 
-def test_a_host_waits_for_the_others_and_goes_when_all_are_ready_or_time_is_up(group):
-    first = group_pipeline._HostSession(group.pk, [])
-    first.on_ready()
-    assert first.may_start() is False
-    group_pipeline._HostSession(group.pk, []).settle()  # the other host connected
-    first.last_poll = 0
-    assert first.may_start() is True
-    CaptureGroup.objects.filter(pk=group.pk).update(hosts_settled=1, start_by=timezone.now())
-    first.last_poll = 0
-    assert first.may_start() is True  # a host that never shows up holds no one past start_by
+def test_no_host_waits_for_another_each_session_gets_the_groups_instant(monkeypatch, group):
+    asked = {}
+
+    def fake_record_many(target, pids, settings, session, **kwargs):
+        asked.update(kwargs, may_start=session.may_start())
+        return remote.ManyResult({pid: remote.RemoteError("no_such_pid") for pid in pids})
+
+    monkeypatch.setattr(remote, "record_many", fake_record_many)
+    host_id, ids = _host_ids(group, "node-a")  # node-b never shows up
+    group_pipeline.host_captures_execute(group_id=group.pk, host_id=host_id, capture_ids=ids)
+    assert asked["start_at"] == pytest.approx(group.start_by.timestamp())
+    assert asked["may_start"] is True
 
 
 def test_each_rank_ends_with_its_own_outcome_and_its_sampling_start(monkeypatch, group):
@@ -195,3 +197,30 @@ def test_each_ranks_sampling_start_is_the_hosts_clock_when_the_host_gave_it(monk
     from_host, from_worker = Capture.objects.filter(pk__in=ids).order_by("pid")
     assert abs((from_host.sampling_started_at - host_at).total_seconds()) < 0.001
     assert from_worker.sampling_started_at is None  # py-spy never said so for it here
+
+
+def test_a_ranks_first_sample_is_the_instant_when_py_spy_sampled_before_it(monkeypatch, group):
+    """py-spy starts early to attach; what it took before the instant is cut, so the
+    rank's sampling start is the instant, and its lead (request to sampling, on this
+    machine's clock through the host's offset) is kept for the next schedule."""
+    window = group.start_by.timestamp()
+    early, late = window - 0.8, window + 0.4
+
+    def fake_record_many(target, pids, settings, session, **kwargs):
+        results = {}
+        for pid, at in zip(pids, (early, late), strict=True):
+            facts = {"sampling_at": f"{at:.6f}", "window_at": f"{window - 2:.6f}",
+                     "clock_offset_s": "2.000000"}  # fmt: skip
+            facts["window_at"] = f"{window:.6f}"
+            results[pid] = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2, facts=facts)
+        return remote.ManyResult(results, {pid: SAMPLING for pid in pids})
+
+    monkeypatch.setattr(remote, "record_many", fake_record_many)
+    host_id, ids = _host_ids(group, "node-a")
+    group_pipeline.host_captures_execute(group_id=group.pk, host_id=host_id, capture_ids=ids)
+    on_time, behind = Capture.objects.filter(pk__in=ids).order_by("pid")
+    assert on_time.sampling_started_at.timestamp() == pytest.approx(window, abs=1e-3)
+    assert behind.sampling_started_at.timestamp() == pytest.approx(late, abs=1e-3)
+    requested = group.created_at.timestamp()
+    assert on_time.progress["lead_s"] == pytest.approx(early + 2 - requested, abs=2e-3)
+    assert behind.progress["lead_s"] == pytest.approx(late + 2 - requested, abs=2e-3)

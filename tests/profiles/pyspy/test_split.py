@@ -135,3 +135,29 @@ def test_an_impossible_clock_is_refused(clock, reason):
 def test_input_that_is_no_speedscope_capture_cannot_be_split(data, reason):
     with pytest.raises(ProfileError, match=reason):
         split_speedscope(data, **CLOCK)
+
+
+def test_a_scheduled_window_cuts_the_rounds_placed_before_it_from_whole_threads():
+    """py-spy started early to attach: rounds placed before the window's start go, from
+    every thread that lived through the capture; a shorter thread cannot be placed and
+    keeps its samples; the track starts at the first round kept."""
+    early, late = ["main (a.py:1)"], ["work (a.py:2)"]
+    doc = speedscope([(1, "MainThread", [early] * 20 + [late] * 80), (2, "born", [late] * 30)])
+    whole = split_speedscope(doc, start=100.0, end=110.0, rate=10, idle=True)
+    cut = split_speedscope(doc, start=100.0, end=110.0, rate=10, idle=True, window_from=102.05)
+    assert whole.track.rounds == 100 and cut.track.rounds == 79  # rounds 21..99 kept
+    assert cut.track.start == pytest.approx(102.1) and cut.track.end == 110.0
+    assert [t.samples for t in cut.track.threads] == [79, 30]
+    stats = analyze(parse_profile_text(cut.raw_text))
+    assert stats["total_samples"] == 79 + 30
+    assert {row["frame"] for row in stats["top_self"]} == {"work (a.py:2)"}
+
+
+def test_a_window_outside_the_sampling_or_without_idle_cuts_nothing():
+    doc = speedscope([(1, "MainThread", [["main (a.py:1)"]] * 50)])
+    for window_from, idle in ((99.0, True), (120.0, True), (102.0, False)):
+        split = split_speedscope(
+            doc, start=100.0, end=105.0, rate=10, idle=idle, window_from=window_from
+        )
+        assert split.track.start == 100.0
+        assert analyze(parse_profile_text(split.raw_text))["total_samples"] == 50
