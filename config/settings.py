@@ -238,9 +238,12 @@ CELERY_TASK_QUEUES = tuple(
 )
 # Threads of each capture worker (`manage.py serve`, `make worker`; give the same
 # number to --concurrency when starting one by hand). A whole-job capture holds one per
-# host for its whole window, so a group with more hosts than this is refused: the
-# hosts past it would wait for a free thread and miss the common start.
+# host for its whole window: a host past the free threads of every capture worker
+# waits for one and starts after the group's instant (docs/deployment.md).
 FLAMEDECK_CAPTURE_CONCURRENCY = env_int("FLAMEDECK_CAPTURE_CONCURRENCY", 64, minimum=1)
+# Capture worker processes `manage.py serve` starts (each with the threads above): the
+# work after a whole-job window (each rank's samples split and stored) runs in parallel.
+FLAMEDECK_CAPTURE_WORKERS = env_int("FLAMEDECK_CAPTURE_WORKERS", 1, minimum=1)
 CELERY_TASK_ROUTES = {
     "profiles.tasks.run_capture": {"queue": FLAMEDECK_CAPTURE_QUEUE},
     "profiles.tasks.run_host_captures": {"queue": FLAMEDECK_CAPTURE_QUEUE},
@@ -277,8 +280,9 @@ FLAMEDECK_QUEUE_TIMEOUT_S = env_int("FLAMEDECK_QUEUE_TIMEOUT_S", 1800, minimum=1
 FLAMEDECK_SSH_CONNECT_TIMEOUT_S = env_int("FLAMEDECK_SSH_CONNECT_TIMEOUT_S", 10, minimum=1)
 # Extra wall-clock allowed beyond a capture's duration before py-spy is stopped.
 FLAMEDECK_CAPTURE_MARGIN_S = env_int("FLAMEDECK_CAPTURE_MARGIN_S", 20, minimum=1)
-# A whole-job capture starts sampling on every host at once, as soon as every host's
-# session is ready, or this many seconds after the request at the latest.
+# A whole-job capture samples on every host from one instant a little ahead of the
+# request, learned from those hosts' last captures (profiles.jobs.schedule), and never
+# more than this many seconds ahead.
 FLAMEDECK_GROUP_START_WAIT_S = env_int("FLAMEDECK_GROUP_START_WAIT_S", 15, minimum=1)
 # Transient failures (host unreachable) are retried this often, with jittered backoff.
 FLAMEDECK_CAPTURE_RETRIES = env_int("FLAMEDECK_CAPTURE_RETRIES", 3, minimum=0)

@@ -72,9 +72,8 @@ class CaptureGroup(models.Model):
     )
     scheduled = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
-    # The start barrier: each host's task counts itself in `hosts_settled` once its
-    # session is ready (or has failed); all start sampling when every host has, or at
-    # `start_by` at the latest.
+    # The scheduled instant every host samples from (profiles.jobs.schedule); each
+    # host's task counts itself in `hosts_settled` once its session is up (or failed).
     hosts_total = models.PositiveIntegerField(default=0)
     hosts_settled = models.PositiveIntegerField(default=0)
     start_by = models.DateTimeField(null=True, blank=True)

@@ -85,7 +85,7 @@ class _HostSession:
         self.start_at = start_at  # the window's instant, epoch seconds (None: at once)
 
     def settle(self) -> None:
-        """Count this host at the barrier (once): connected, or failed before it could."""
+        """Count this host as settled (once): connected, or failed before it could."""
         if not self.settled:
             self.settled = True
             CaptureGroup.objects.filter(pk=self.group_id).update(
@@ -162,7 +162,7 @@ def host_captures_execute(*, group_id: int, host_id: int, capture_ids: list[int]
     captures = _claimed(capture_ids)
     group = CaptureGroup.objects.filter(pk=group_id).first()
     if group is not None and group.kind == "dump" and captures:
-        return group_dumps.host_dumps_execute(group, captures)  # no start barrier
+        return group_dumps.host_dumps_execute(group, captures)
     start_at = group.start_by.timestamp() if group is not None and group.start_by else None
     session = _HostSession(group_id, captures, start_at)
     try:
@@ -278,7 +278,7 @@ def _record_again(
     for capture in captures:
         by_change.setdefault(tuple(again[capture.pid][0].items()), []).append(capture)
     for change, ranks in by_change.items():
-        session = _HostSession(ranks[0].group_id, ranks)  # the barrier is passed
+        session = _HostSession(ranks[0].group_id, ranks)  # at once: the window is over
         try:
             taken = remote.record_many(
                 host_target(host),

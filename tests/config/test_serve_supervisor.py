@@ -67,3 +67,12 @@ def test_the_capture_worker_runs_as_many_threads_as_the_capture_concurrency_sett
     assert capture.argv[at + 1] == "7" and capture.argv[capture.argv.index("--pool") + 1] == (
         "threads"
     )
+
+
+def test_serve_starts_as_many_capture_workers_as_the_setting_each_with_its_threads(settings):
+    settings.FLAMEDECK_CAPTURE_CONCURRENCY, settings.FLAMEDECK_CAPTURE_WORKERS = 5, 3
+    captures = [c for c in worker_children(concurrency=2) if c.name.startswith("worker-capture")]
+    assert [c.name for c in captures] == [f"worker-capture{i}" for i in (1, 2, 3)]
+    for child in captures:
+        assert child.argv[child.argv.index("--concurrency") + 1] == "5"
+        assert child.argv[child.argv.index("-n") + 1] == f"{child.name[7:]}@%h"  # names differ

@@ -30,10 +30,12 @@ def worker_children(concurrency: int) -> list[Child]:
     capture = getattr(settings, "FLAMEDECK_CAPTURE_QUEUE", None)
     analysis = getattr(settings, "FLAMEDECK_ANALYSIS_QUEUE", None)
     waiting = ",".join(q for q in (default, capture) if q)
-    # Waiting on remote samplers is I/O: many threads, as many as the request side
-    # counts on for a whole-job capture's hosts.
+    # Waiting on remote samplers is I/O: many threads, one per host of a whole-job
+    # capture; more processes split the CPU work after a window (docs/deployment.md).
     threads = settings.FLAMEDECK_CAPTURE_CONCURRENCY
-    queues = [("capture", waiting, "threads", threads, [])]
+    count = settings.FLAMEDECK_CAPTURE_WORKERS
+    names = ["capture"] if count == 1 else [f"capture{i}" for i in range(1, count + 1)]
+    queues = [(name, waiting, "threads", threads, []) for name in names]
     if analysis:
         # Analyses are short: reserve a few per process instead of a broker trip each.
         queues.append(
