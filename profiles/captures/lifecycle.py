@@ -126,6 +126,22 @@ def capture_busy_with(*, host: Any, pid: int) -> Capture | None:
     )
 
 
+def captures_busy_with(*, pairs: list[tuple[int, int]]) -> Capture | None:
+    """The first queued or running capture of any (host id, pid) of `pairs` (one query)."""
+    wanted = set(pairs)
+    if not wanted:
+        return None
+    active = Capture.objects.filter(
+        status__in=ACTIVE,
+        host_id__in={host for host, _ in wanted},
+        pid__in={pid for _, pid in wanted},
+    )
+    for capture in active.select_related("host").order_by("pk"):
+        if (capture.host_id, capture.pid) in wanted:
+            return capture
+    return None
+
+
 def capture_claimed_before(*, capture: Capture) -> Capture | None:
     """A running capture of the same host+pid claimed before this one.
 

@@ -21,17 +21,17 @@ from django.utils import timezone
 
 from profiles.models import Capture
 
-MIN_LEAD_S = 1.5
+MIN_LEAD_S = 1.0
 """Never closer than this: a session to a quiet host and a py-spy attach take about 0.3
-to 1 s here, a `--native` attach to a busy torch rank more."""
+to 1 s here (a `--native` attach to a busy torch rank more: learned)."""
 LEARNED_MARGIN = 1.25
 LEARNED_PAD_S = 0.5
 """The instant lies this far past the slowest lead learned: 25% and half a second
 over it, for a busier moment than the last capture's."""
-FIRST_LEAD_S = 2.0
+FIRST_LEAD_S = 1.5
 FIRST_LEAD_PER_HOST_S = 0.04
-"""Hosts with no history: 2 s, plus 40 ms a host for the ssh sessions one worker opens
-at once (128 hosts: 7.1 s)."""
+"""Hosts with no history: 1.5 s, plus 40 ms a host for the ssh sessions the workers
+open at once (128 hosts: 6.6 s)."""
 HISTORY = 4
 """Learn from the ranks of the last few captures of each host."""
 

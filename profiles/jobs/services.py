@@ -12,7 +12,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from profiles.captures.enqueue import group_enqueue_on_commit
-from profiles.captures.services import capture_create
+from profiles.captures.services import captures_create_for_group
 from profiles.jobs.schedule import group_start_at
 from profiles.models import Capture, CaptureGroup
 from profiles.storage.files import capture_delete_files
@@ -65,18 +65,14 @@ def capture_group_create(
         dump_repeat=repeat,
         dump_interval_s=interval,
     )
-    for process in processes:
-        capture_create(
-            user=user,
-            host=process.host,
-            pid=process.pid,
-            kind=kind,
-            process=process,
-            group=group,
-            scheduled=scheduled,
-            enqueue=False,
-            **py_spy_settings,
-        )
+    captures_create_for_group(
+        user=user,
+        processes=processes,
+        group=group,
+        kind=kind,
+        scheduled=scheduled,
+        **py_spy_settings,
+    )
     group_enqueue_on_commit(group=group)
     return group
 

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from profiles.captures import enqueue
+from profiles.captures.lifecycle import CaptureConflict
 from profiles.jobs import schedule
 from profiles.jobs import services as jobs
 from profiles.models import Capture, CaptureGroup
@@ -267,3 +268,34 @@ def test_a_scheduled_tick_captures_a_run_wider_than_the_capture_threads(
     Run.objects.filter(pk__in=[wide.pk, run_with_processes.pk]).update(schedule_every_min=5)
     groups = jobs.scheduled_captures_due()
     assert sorted(g.run_id for g in groups) == sorted([run_with_processes.pk, wide.pk])
+
+
+def test_a_whole_job_capture_is_made_in_the_same_few_queries_for_4_or_64_ranks(queued):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for hosts in (1, 8):
+        run = Run.objects.create(name=f"ranks-{hosts}", status="running")
+        for index in range(hosts):
+            host = Host.objects.create(name=f"q{hosts}-{index}", transport="ssh", address="h")
+            for local in range(4 if hosts == 1 else 8):
+                RunProcess.objects.create(
+                    run=run, host=host, pid=100 + local, role=f"rank-{index * 8 + local}"
+                )
+        with CaptureQueriesContext(connection) as queries:
+            group = jobs.capture_group_create(user=None, run=run, duration=5)
+        assert group.captures.filter(status="queued").count() == (4 if hosts == 1 else 64)
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1] and counts[1] < 20, counts
+
+
+def test_a_whole_job_capture_of_a_process_py_spy_is_on_is_refused_naming_it(queued):
+    run = _run_on_hosts(3)
+    first = jobs.capture_group_create(user=None, run=run, duration=5)
+    busy = first.captures.order_by("pk").first()
+    Capture.objects.exclude(pk=busy.pk).update(status="done")
+    with pytest.raises(CaptureConflict) as refused:
+        jobs.capture_group_create(user=None, run=run, duration=5)
+    assert f"capture #{busy.pk}" in str(refused.value)
+    assert run.capture_groups.count() == 1  # nothing half made

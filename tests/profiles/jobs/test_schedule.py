@@ -24,8 +24,8 @@ def _ranks_with_leads(host: Host, leads: list[float]) -> None:
 def test_hosts_never_captured_get_a_first_guess_growing_with_their_number(settings):
     settings.FLAMEDECK_GROUP_START_WAIT_S = 60
     few, many = _hosts(2), _hosts(128, first=2)
-    assert schedule.start_lead_s([h.pk for h in few]) == pytest.approx(2.08)
-    assert schedule.start_lead_s([h.pk for h in many]) == pytest.approx(2 + 0.04 * 128)
+    assert schedule.start_lead_s([h.pk for h in few]) == pytest.approx(1.58)
+    assert schedule.start_lead_s([h.pk for h in many]) == pytest.approx(1.5 + 0.04 * 128)
 
 
 def test_the_slowest_learned_lead_sets_the_instant_with_a_margin(settings):
@@ -33,7 +33,7 @@ def test_the_slowest_learned_lead_sets_the_instant_with_a_margin(settings):
     quick, slow = _hosts(2)
     _ranks_with_leads(quick, [0.4, 0.5])
     _ranks_with_leads(slow, [2.0, 3.2])
-    assert schedule.start_lead_s([quick.pk]) == schedule.MIN_LEAD_S  # 0.5 * 1.25 + 0.5
+    assert schedule.start_lead_s([quick.pk]) == pytest.approx(0.5 * 1.25 + 0.5)
     assert schedule.start_lead_s([quick.pk, slow.pk]) == pytest.approx(3.2 * 1.25 + 0.5)
 
 
