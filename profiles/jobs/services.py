@@ -78,10 +78,13 @@ def capture_group_create(
 
 
 def group_summary(group: CaptureGroup) -> dict[str, Any]:
-    """Status across the group (done, partial, failed, running) and the start skew:
-    the spread of the moments each py-spy announced it was sampling, None until every
-    capture has either announced it or ended (a rank still attaching may start late)."""
-    captures = list(group.captures.only("pk", "group_id", "status", "sampling_started_at"))
+    """Status across the group (done, partial, failed, running), the start skew: the
+    spread of the moments each rank's first kept sample was taken, None until every
+    capture has either started sampling or ended (a rank still attaching may start
+    late), and the hosts whose ranks failed, each with its cause (`failed_hosts`: a
+    host that could not be reached fails its ranks alone; the report covers the rest)."""
+    fields = ("pk", "group_id", "status", "sampling_started_at", "host", "error_cause", "error")
+    captures = list(group.captures.select_related("host").only(*fields, "host__name"))
     statuses = {c.status for c in captures}
     if statuses & {Capture.Status.QUEUED, Capture.Status.RUNNING, Capture.Status.PARSING}:
         status = "running"
@@ -98,7 +101,24 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
         "status": status,
         "start_skew_s": None if waiting else round(skew, 3),
         "captures": len(captures),
+        "failed_hosts": failed_hosts(captures),
     }
+
+
+def failed_hosts(captures: list[Capture]) -> list[dict[str, Any]]:
+    """Per host and cause, the ranks that failed there (most first): {host, cause,
+    error, ranks}; the first rank's error stands for them."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for capture in captures:
+        if capture.status != Capture.Status.FAILED:
+            continue
+        host = capture.host.name if capture.host_id else "(deleted host)"
+        key = (host, capture.error_cause or "unknown")
+        row = found.setdefault(
+            key, {"host": key[0], "cause": key[1], "error": capture.error, "ranks": 0}
+        )
+        row["ranks"] += 1
+    return sorted(found.values(), key=lambda row: (-row["ranks"], row["host"], row["cause"]))
 
 
 def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:

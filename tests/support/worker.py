@@ -53,9 +53,10 @@ class WorkerProcess:
 
     Two workers, as `make worker` starts them: a threads pool on the default and
     capture queues (waiting on samplers; `concurrency` threads) and a prefork pool on
-    the analysis queue (parsing; `analysis_concurrency` processes). Both log to
+    the analysis queue (parsing; `analysis_concurrency` processes). All log to
     `log_path`. `app` is the Celery app module (tests.support.slow_analysis slows
-    every analysis down).
+    every analysis down). `capture_workers` > 1 starts that many threads-pool workers
+    on the same queues, `concurrency` threads each (beat, if asked, runs in the first).
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class WorkerProcess:
         beat: bool = False,
         analysis_concurrency: int = 2,
         app: str = "config",
+        capture_workers: int = 1,
     ) -> None:
         self.log_path = log_path
         self.log = open(log_path, "a")  # noqa: SIM115 — closed in stop()
@@ -97,7 +99,22 @@ class WorkerProcess:
                 env,
             ),
         ]
+        # More capture workers on the same queues, each a process of its own.
+        self.procs += [
+            self._start(
+                worker_argv(
+                    [default, f"{default}.capture"],
+                    "threads",
+                    concurrency,
+                    f"{name}-capture{index}",
+                    app=app,
+                ),
+                env,
+            )
+            for index in range(2, capture_workers + 1)
+        ]
         self.proc = self.procs[0]
+        self.capture_procs = [self.procs[0], *self.procs[2:]]
         self._wait_ready()
 
     def _start(self, argv: list[str], env: dict | None) -> subprocess.Popen:
@@ -143,6 +160,28 @@ class WorkerProcess:
             if _argv0(pid).endswith(("python", "python3", "celery")):
                 total += _rss_kb(pid)
         return total / 1024
+
+    def capture_rss_mb(self) -> float:
+        """Resident memory of the capture workers (a threads pool: one process each),
+        read from their own /proc entries only: cheap with thousands of processes."""
+        return sum(_rss_kb(proc.pid) for proc in self.capture_procs) / 1024
+
+    def capture_ssh_clients(self) -> int:
+        """How many `ssh` clients the capture workers run right now, from their
+        threads' /proc children lists (not a walk of every process on the machine)."""
+        found = 0
+        for proc in self.capture_procs:
+            try:  # a listing, not a glob: a thread may end between listing and reading
+                tasks = os.listdir(f"/proc/{proc.pid}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    pids = Path(f"/proc/{proc.pid}/task/{task}/children").read_text().split()
+                except OSError:
+                    continue
+                found += sum(1 for pid in pids if _argv0(int(pid)) == "ssh")
+        return found
 
     def kill(self) -> None:
         """SIGKILL both workers (main processes and pool children)."""

@@ -299,3 +299,27 @@ def test_a_whole_job_capture_of_a_process_py_spy_is_on_is_refused_naming_it(queu
         jobs.capture_group_create(user=None, run=run, duration=5)
     assert f"capture #{busy.pk}" in str(refused.value)
     assert run.capture_groups.count() == 1  # nothing half made
+
+
+def test_the_group_names_each_failed_host_with_its_cause_and_how_many_ranks_it_lacks(queued):
+    run = _run_on_hosts(3)
+    group = jobs.capture_group_create(user=None, run=run, duration=5)
+    by_host = {c.host.name: c for c in group.captures.select_related("host")}
+    Capture.objects.filter(pk=by_host["gpu-0"].pk).update(status="done")
+    Capture.objects.filter(pk=by_host["gpu-1"].pk).update(
+        status="failed", error_cause="unreachable", error="Cannot reach the host."
+    )
+    Capture.objects.filter(pk=by_host["gpu-2"].pk).update(
+        status="failed", error_cause="pyspy_missing", error="py-spy is not installed."
+    )
+    summary = jobs.group_summary(group)
+    assert summary["status"] == "partial"
+    assert summary["failed_hosts"] == [
+        {"host": "gpu-1", "cause": "unreachable", "error": "Cannot reach the host.", "ranks": 1},
+        {
+            "host": "gpu-2",
+            "cause": "pyspy_missing",
+            "error": "py-spy is not installed.",
+            "ranks": 1,
+        },
+    ]
