@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from config.api import api
 from config.api_fields import StrictIntegerField
 from config.params import parse_pid
+from profiles.pyspy.layout import layout_problem
 
 from . import api_schema as schema
 from . import capture_fields, selectors, services
@@ -206,6 +207,15 @@ def _role(value: object) -> str:
     return value
 
 
+def _layout(value: object) -> dict[str, int] | None:
+    if value is None:
+        return None
+    problem = layout_problem(value)
+    if problem:
+        raise ValidationError({"layout": [problem]})
+    return value or None  # type: ignore[return-value]  # {}: nothing said
+
+
 @schema.run_processes
 @api(["GET", "POST"])
 def run_processes(request, pk: int):
@@ -263,8 +273,9 @@ def run_processes_check(request, pk: int):
 @schema.register
 @api(["POST"])
 def register(request):
-    """A launcher's rank attaches itself: `{run: name, host: name, pid, role, launch}`
-    (`launch`: optional, the launch's key; see runs.launches). The PID
+    """A launcher's rank attaches itself: `{run: name, host: name, pid, role, launch,
+    layout}` (`launch`: optional, the launch's key, see runs.launches; `layout`:
+    optional, its place in the job's parallel layout, profiles.pyspy.layout). The PID
     is checked on its host first: one that does not run there is a 400; one whose host
     cannot be asked is attached with `"alive": null` and a `warning`."""
     name = request.data.get("run")
@@ -272,6 +283,7 @@ def register(request):
         raise ValidationError({"run": ["give the run's name (text, at most 200 characters)"]})
     host = _host_or_400(request.data.get("host"))
     pid, role = _pid_or_400(request.data.get("pid")), _role(request.data.get("role"))
+    layout = _layout(request.data.get("layout"))
     run, attached, run_created = services.run_register(
         user=request.user,
         run_name=name.strip(),
@@ -279,6 +291,7 @@ def register(request):
         pid=pid,
         role=role,
         launch=request.data.get("launch") or "",
+        layout=layout,
     )
     body = {
         # Absolute: the registering rank prints it, far from any browser tab.

@@ -25,6 +25,7 @@ from config.api_schema import (
     read_and_change,
     typed,
 )
+from profiles.pyspy.layout import AXES, MAX_AXES, MAX_COORDINATE
 
 from .capture_serializers import RememberedSettingsSerializer
 from .remote.model import Cause, HostCheck, ProcessInfo
@@ -102,6 +103,22 @@ def shown_host(host_serializer: type[serializers.ModelSerializer]):
     return HostSerializer
 
 
+# A rank's place in the job's parallel layout: one optional field per known axis.
+LayoutSerializer = type(
+    "LayoutSerializer",
+    (serializers.Serializer,),
+    {
+        axis: serializers.IntegerField(
+            required=False,
+            min_value=0,
+            max_value=MAX_COORDINATE,
+            help_text=f"Its coordinate on the `{axis}` axis ({words} N).",
+        )
+        for axis, words in AXES.items()
+    },
+)
+
+
 class ProcessSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="The run process's id.")
     host = serializers.CharField(help_text="The host's name.")
@@ -121,6 +138,12 @@ class ProcessSerializer(serializers.Serializer):
     )
     replaced_by = serializers.IntegerField(
         allow_null=True, help_text="The id of the process that replaced it."
+    )
+    layout = LayoutSerializer(
+        allow_null=True,
+        help_text="Its place in the job's parallel layout, as the rank registered it "
+        "(null: not known); the whole-job report names the parallel group of the ranks "
+        "it singles out.",
     )
 
 
@@ -169,6 +192,13 @@ class RegisterRequestSerializer(ProcessRequestSerializer):
         help_text="The launch this process belongs to (TORCHELASTIC_RUN_ID, or "
         "FLAMEDECK_LAUNCH when set). A role the run already has from another PID retires "
         "that process when it has exited or its launch differs.",
+    )
+    layout = LayoutSerializer(
+        required=False,
+        allow_null=True,
+        help_text=f"Optional: the rank's place in the job's parallel layout, at most "
+        f"{MAX_AXES} known axes (400 naming the problem otherwise), e.g. "
+        '{"dp": 7, "tp": 0, "pp": 3}. A repeat registration that gives it sets it.',
     )
 
 
@@ -327,7 +357,8 @@ register = extend_schema(
     description="Gets or creates the run by name and attaches (host, pid, role); "
     "idempotent, safe for every rank of a job at the same instant. 201 when the run "
     "or the process is new, 200 when both were known. The host must exist under "
-    "that name (400 naming it otherwise). Operators' tokens.",
+    "that name (400 naming it otherwise); a `layout` with an unknown axis or a "
+    "coordinate out of bounds is a 400 naming it. Operators' tokens.",
     request=RegisterRequestSerializer,
     responses={
         201: RegisteredSerializer,

@@ -54,17 +54,26 @@ class Registered:
 
 
 def register_process(
-    *, run: Run, host: Host, pid: int, role: str, key: str, state: dict[str, Any]
+    *,
+    run: Run,
+    host: Host,
+    pid: int,
+    role: str,
+    key: str,
+    state: dict[str, Any],
+    layout: dict[str, int] | None = None,
 ) -> Registered:
     """Attach host:pid with `role` to the launch it belongs to, retiring the processes
-    it replaces (module doc). `state` is its liveness (`alive`, `checked_at`). Ranks of
-    one run register one at a time (a row lock on the run), so two ranks of a new launch
-    never open two launches."""
+    it replaces (module doc). `state` is its liveness (`alive`, `checked_at`); `layout`
+    its place in the job's parallel layout, if it said (a repeat registration that says
+    it sets it: the job built its mesh after the first). Ranks of one run register one
+    at a time (a row lock on the run), so two ranks of a new launch never open two
+    launches."""
     with transaction.atomic():
         Run.objects.select_for_update().filter(pk=run.pk).first()
         process = RunProcess.objects.filter(run=run, host=host, pid=pid).first()
         if process is not None:
-            return Registered(_refresh(process, role, state), False, [])
+            return Registered(_refresh(process, role, state, layout), False, [])
         holders = list(
             run.processes.filter(role=role, replaced_at__isnull=True).select_related("launch")
             if role
@@ -72,7 +81,7 @@ def register_process(
         )
         launch = _launch_for(run, key, holders)
         process = RunProcess.objects.create(
-            run=run, host=host, pid=pid, role=role, launch=launch, **state
+            run=run, host=host, pid=pid, role=role, launch=launch, layout=layout, **state
         )
         retired = [p for p in holders if _replaced(p, launch)]
         now = timezone.now()
@@ -82,11 +91,14 @@ def register_process(
         return Registered(process, True, retired)
 
 
-def _refresh(process: RunProcess, role: str, state: dict[str, Any]) -> RunProcess:
+def _refresh(
+    process: RunProcess, role: str, state: dict[str, Any], layout: dict[str, int] | None
+) -> RunProcess:
     process.role = process.role or role
     if state["checked_at"] is not None:
         process.alive, process.checked_at = state["alive"], state["checked_at"]
-    process.save(update_fields=["role", "alive", "checked_at"])
+    process.layout = layout or process.layout
+    process.save(update_fields=["role", "alive", "checked_at", "layout"])
     return process
 
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils.deconstruct import deconstructible
 
 from config.params import pid_validators
+from profiles.pyspy.layout import AXES
 from runs.remote import model as remote_checks
 
 MAX_LIBRARY_ENTRIES, MAX_LIBRARY_ENTRY = 200, 300
@@ -272,6 +273,9 @@ class RunProcess(models.Model):
     replaced_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
+    # Its place in the job's parallel layout, as the rank registered it ({"dp": 7,
+    # "pp": 3}; profiles.pyspy.layout); None when not known.
+    layout = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["role", "pid"]
@@ -292,6 +296,12 @@ class RunProcess(models.Model):
     def replaced(self) -> bool:
         """A later process of the same role took its place (runs.launches)."""
         return self.replaced_at is not None
+
+    @property
+    def layout_label(self) -> str:
+        """`dp 7 · pp 3 · tp 0`: its place in the parallel layout, outermost axis first."""
+        layout = self.layout if isinstance(self.layout, dict) else {}
+        return " · ".join(f"{axis} {layout[axis]}" for axis in reversed(AXES) if axis in layout)
 
 
 class HostChange(models.Model):

@@ -71,6 +71,7 @@ def process_json(process: RunProcess) -> dict[str, Any]:
         "launch": process.launch.number if process.launch_id else None,
         "replaced_at": process.replaced_at,
         "replaced_by": process.replaced_by_id,
+        "layout": process.layout,
     }
 
 

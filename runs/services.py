@@ -246,6 +246,7 @@ def run_register(
     pid: int,
     role: str = "",
     launch: str = "",
+    layout: dict[str, int] | None = None,
 ) -> tuple[Run, Attached, bool]:
     """A launcher's rank registers itself: get or create the run by name, attach
     (host, pid, role). Idempotent. Returns (run, attached, run_created).
@@ -262,7 +263,9 @@ def run_register(
 
     A run is the job across its launches (runs.launches): `launch` is the key the
     rank sent; a role the run already has from another PID retires that process when
-    it has exited (asked on its host first) or belongs to another launch.
+    it has exited (asked on its host first) or belongs to another launch. `layout`:
+    the rank's place in the job's parallel layout (profiles.pyspy.layout), validated
+    by the caller.
     """
     pid, role = parse_pid(pid), role.strip()[:100]
     alive, warning = _alive_or_warning(host, [pid])
@@ -279,7 +282,13 @@ def run_register(
     checked = alive is not None
     state = {"alive": True if checked else None, "checked_at": timezone.now() if checked else None}
     registered = launches.register_process(
-        run=run, host=host, pid=pid, role=role, key=launches.launch_key(launch), state=state
+        run=run,
+        host=host,
+        pid=pid,
+        role=role,
+        key=launches.launch_key(launch),
+        state=state,
+        layout=layout,
     )
     return run, Attached(registered.process, registered.created, warning), run_created
 

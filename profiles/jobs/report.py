@@ -104,7 +104,8 @@ def stacks_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any
     names = rank_names(captures)
     dumped = [c for c in captures if (c.stats or {}).get("dump_series")]
     ranks = [(names[c.pk], [d["threads"] for d in c.stats["dump_series"]]) for c in dumped]
-    report: dict[str, Any] = dict(analyze_stacks(ranks, group.run.step_thread_names))
+    steps, layouts = group.run.step_thread_names, rank_layouts(captures, names)
+    report: dict[str, Any] = dict(analyze_stacks(ranks, steps, layouts))
     report["failed"] = [
         {"rank": names[c.pk], "cause": c.error_cause, "error": c.error}
         for c in captures
@@ -118,7 +119,8 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     """The report of these ranks, with the ranks that have no samples named apart."""
     names = rank_names(captures)
     measured = [(names[c.pk], c.stats) for c in captures if _has_samples(c)]
-    report: dict[str, Any] = dict(analyze_job(measured, group.run.step_thread_names))
+    steps, layouts = group.run.step_thread_names, rank_layouts(captures, names)
+    report: dict[str, Any] = dict(analyze_job(measured, steps, layouts))
     # Each rank's DataLoader workers (kept apart from its own samples by the pipeline)
     # name what they do in an input_bound finding or a data_wait straggler.
     report = with_workers(report, {names[c.pk]: _workers(c) for c in captures if _has_samples(c)})
@@ -129,6 +131,12 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     # explanation, to that rank's capture without knowing how names were made.
     report["captures"] = {name: pk for pk, name in names.items()}
     return report
+
+
+def rank_layouts(captures: list[Capture], names: dict[int, str]) -> dict[str, Any]:
+    """Per rank name: its process's place in the parallel layout, as it registered it
+    (the report names parallel groups with it; profiles.pyspy.layout)."""
+    return {names[c.pk]: c.process.layout for c in captures if c.process_id and c.process.layout}
 
 
 def _workers(capture: Capture) -> Any:

@@ -40,6 +40,10 @@ the app runs this from stored stats without the raw samples.
   on each rank alone (a rule that holds on some ranks only names them), plus the
   `straggler` finding, or, when the other ranks wait out the window in collectives
   for ranks elsewhere, the `stuck` finding instead (stuck.py): a hang is no straggler.
+- Layouts (layout.py): when the ranks said where they sit in the job's parallel layout,
+  the straggler, the stuck finding and each class also name their parallel group
+  (`group`, and in the texts "rank-29 (pipeline stage 3 of data-parallel replica 7)");
+  without layouts nothing changes.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from .findings import (
     top_frames,
     with_busy_thread,
 )
+from .layout import NO_LAYOUTS, Layouts
 from .ranknames import natural, ranks_label
 from .rankstats import well_formed
 from .states import STATES
@@ -97,10 +102,13 @@ from .types import (
 
 
 def analyze_job(
-    ranks: Sequence[tuple[str, Mapping[str, Any]]], step_names: Iterable[str] = ()
+    ranks: Sequence[tuple[str, Mapping[str, Any]]],
+    step_names: Iterable[str] = (),
+    layouts: Mapping[str, Mapping[str, int] | None] | None = None,
 ) -> JobReport:
-    """The whole-job report from each rank's (name, stats) (see the module doc)."""
-    names = tuple(step_names)
+    """The whole-job report from each rank's (name, stats) (see the module doc);
+    `layouts`: rank name -> its place in the parallel layout, where known."""
+    names, places = tuple(step_names), Layouts(layouts)
     views = [rank_view(n, well_formed(s), names) for n, s in ranks]
     views.sort(key=lambda v: natural(v.name))
     model = wait_model(views)
@@ -110,12 +118,14 @@ def analyze_job(
     straggler, stuck = find_straggler(views, waits), find_stuck(views)
     if straggler is not None and stuck is not None:
         straggler["stuck"] = True  # so a client reading the straggler alone is not misled
+    if straggler is not None and (group := places.place([straggler["name"]])):
+        straggler["group"] = group
     return {
         "ranks": [rank_row(v) for v in views],
         "straggler": straggler,
         "wait_model": model,
-        "classes": rank_classes(views),
-        "findings": job_findings(views, straggler, stuck, waits),
+        "classes": rank_classes(views, places),
+        "findings": job_findings(views, straggler, stuck, waits, places),
     }
 
 
@@ -178,7 +188,7 @@ def pooled_states(pooled: Pooled) -> list[StateStat]:
 # --- classes ---
 
 
-def rank_classes(views: Sequence[RankView]) -> list[JobClass]:
+def rank_classes(views: Sequence[RankView], places: Layouts = NO_LAYOUTS) -> list[JobClass]:
     """Ranks grouped by alike step-thread states, biggest class first (module doc)."""
     groups: list[list[RankView]] = []
     for view in views:
@@ -187,7 +197,7 @@ def rank_classes(views: Sequence[RankView]) -> list[JobClass]:
             groups.append([view])
         else:
             home.append(view)
-    classes = [describe_class(group, views) for group in groups]
+    classes = [describe_class(group, views, places) for group in groups]
     classes.sort(key=lambda c: (-len(c["ranks"]), natural(c["ranks"][0])))
     return classes
 
@@ -222,13 +232,16 @@ def alike(first: RankView, view: RankView) -> bool:
     return True
 
 
-def describe_class(group: Sequence[RankView], views: Sequence[RankView]) -> JobClass:
+def describe_class(
+    group: Sequence[RankView], views: Sequence[RankView], places: Layouts = NO_LAYOUTS
+) -> JobClass:
     pooled = pool_views(group)
     states = [s for s in pooled_states(pooled) if s["samples"]]
     main = max(states, key=lambda s: s["samples"], default=None)
     rest = [v for v in views if v not in group]
     distinct = _distinctive(group, rest) if rest else None
-    label = ranks_label([v.name for v in group]) + ": "
+    names = [v.name for v in group]
+    label = places.named(ranks_label(names), names) + ": "
     if main is not None:
         site = call_site(main["user_callers"]) if main["user_callers"] else ""
         label += f"{main['percent']:.0f}% {main['state']}" + (f" at {site}" if site else "")
@@ -236,12 +249,15 @@ def describe_class(group: Sequence[RankView], views: Sequence[RankView]) -> JobC
         label += f"; {distinct['percent']:.0f}% in `{distinct['function']}`"
     elif rest and main is not None:
         label += _apart(pooled, pool_views(rest), main["state"])
-    return {
-        "ranks": [v.name for v in group],
+    described: JobClass = {
+        "ranks": names,
         "label": label,
         "states": [{"state": s["state"], "percent": s["percent"]} for s in states],
         "distinctive": distinct,
     }
+    if group_place := places.place(names):
+        described["group"] = group_place
+    return described
 
 
 def _apart(mine: Pooled, theirs: Pooled, main: str) -> str:
@@ -292,6 +308,7 @@ def job_findings(
     straggler: Straggler | None,
     stuck: Stuck | None = None,
     waits: tuple[str, ...] = BLOCKING_WAITS,
+    places: Layouts = NO_LAYOUTS,
 ) -> list[Finding]:
     """Rules on all ranks' step threads added up, and per rank, then `stuck` or else
     `straggler`, or else (async waits) `peer_or_device` (see the module doc)."""
@@ -316,9 +333,9 @@ def job_findings(
         found.append({**base, "ranks": holders or [v.name for v in views]})
     untold = None
     if stuck is not None:
-        found.append(stuck_finding(stuck, waits))
+        found.append(stuck_finding(stuck, waits, places))
     elif straggler is not None:
-        found.append(straggler_finding(views, straggler, waits))
+        found.append(straggler_finding(views, straggler, waits, places))
     elif waits != BLOCKING_WAITS:
         untold = peer_or_device_finding(views)
         found += [untold] if untold else []
@@ -333,10 +350,14 @@ def _strongest(rule: str, per_rank: Mapping[str, list[Finding]]) -> Finding:
 
 
 def straggler_finding(
-    views: Sequence[RankView], straggler: Straggler, waits: tuple[str, ...] = BLOCKING_WAITS
+    views: Sequence[RankView],
+    straggler: Straggler,
+    waits: tuple[str, ...] = BLOCKING_WAITS,
+    places: Layouts = NO_LAYOUTS,
 ) -> Finding:
     """The others' wait (in the wait model's states), caused by the straggler and
-    explained by its excess."""
+    explained by its excess; `places` name its parallel group."""
+    who = places.named(straggler["name"], [straggler["name"]])
     others = [v for v in views if v.name != straggler["name"] and v.pooled.samples]
     waited = waiting(others)
     low, high = percent_interval(*waited)
@@ -354,7 +375,7 @@ def straggler_finding(
     return {
         "rule": "straggler",
         "severity": severity(low, COLLECTIVE_WAIT),
-        "title": f"The other ranks wait for {straggler['name']} {where}",
+        "title": f"The other ranks wait for {who} {where}",
         "value": value,
         "interval": [low, high],
         "threshold": COLLECTIVE_WAIT,
@@ -363,7 +384,7 @@ def straggler_finding(
         ),
         "user_callers": callers,
         "advice": f"The other ranks wait {value:g}% of their step at {call_site(callers)} "
-        f"for {straggler['name']}{surfaces}{cause}: remove that excess from its step.",
+        f"for {who}{surfaces}{cause}: remove that excess from its step.",
         "ranks": [straggler["name"]],
     }
 

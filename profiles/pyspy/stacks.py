@@ -34,16 +34,21 @@ has fewer. In the manner of LLNL's STAT (stack trace analysis of hung MPI jobs):
   Identical stacks cannot tell a wait that lasts from the same wait reached again: a
   job whose every dump lands in the same collective reads `stuck`; dump again at
   another interval when in doubt.
+- **Layouts** (layout.py): when the ranks said where they sit in the job's parallel
+  layout, the verdict names the parallel group of the ranks it singles out ("rank-29
+  (pipeline stage 3 of data-parallel replica 7) stands in …") and each class the group
+  its ranks share (`group`); without layouts nothing changes.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
 from .frames import ThreadFilter
+from .layout import NO_LAYOUTS, Layouts
 from .profile import ProfileBuilder
 from .ranknames import natural, ranks_label
 from .states import STATES, UserCode, classify
@@ -80,21 +85,25 @@ class _Rank(NamedTuple):
 
 
 def analyze_stacks(
-    ranks: Sequence[tuple[str, Sequence[list[DumpThread]]]], step_names: Iterable[str] = ()
+    ranks: Sequence[tuple[str, Sequence[list[DumpThread]]]],
+    step_names: Iterable[str] = (),
+    layouts: Mapping[str, Mapping[str, int] | None] | None = None,
 ) -> Stacks:
     """The verdict, classes and per-rank step threads of a whole-job dump (module doc).
 
     `ranks`: (rank name, its dumps oldest first, each parsed by `dump.parse_dump`);
-    `step_names`: the run's step-thread names or tids, if any."""
+    `step_names`: the run's step-thread names or tids, if any; `layouts`: rank name ->
+    its place in the parallel layout, where known."""
+    places = Layouts(layouts)
     facts = _Facts()
     dumped = [(name, [[_thread(t) for t in dump] for dump in dumps]) for name, dumps in ranks]
     wanted = ThreadFilter(step_names)
     step_name = _job_step_name([t for _, d in dumped for dump in d for t in dump], facts)
     views = [_rank(name, dumps, wanted, step_name, facts) for name, dumps in dumped]
     views.sort(key=lambda v: natural(v.name))
-    classes = _classes(views, facts)
+    classes = _classes(views, facts, places)
     return {
-        "verdict": _verdict(views, classes),
+        "verdict": _verdict(views, classes, places),
         "classes": classes,
         "ranks": [_rank_row(v, facts) for v in views],
     }
@@ -223,21 +232,25 @@ def _thread_label(thread: _Thread | None) -> str:
 # --- classes ---
 
 
-def _classes(views: Sequence[_Rank], facts: _Facts) -> list[StacksClass]:
+def _classes(
+    views: Sequence[_Rank], facts: _Facts, places: Layouts = NO_LAYOUTS
+) -> list[StacksClass]:
     """Ranks grouped by their step thread's call path in the last dump, biggest first."""
     groups: dict[tuple[str, ...], list[_Rank]] = {}
     for view in views:
         last = view.stacks[-1]
         path = tuple(f for f in last.key if not _is_address(f)) if last else ()
         groups.setdefault(path, []).append(view)
-    classes = [_describe(path, members, facts) for path, members in groups.items()]
+    classes = [_describe(path, members, facts, places) for path, members in groups.items()]
     classes.sort(key=lambda c: (-len(c["ranks"]), c["state"] != COLLECTIVE, natural(c["ranks"][0])))
     return classes
 
 
-def _describe(path: tuple[str, ...], members: list[_Rank], facts: _Facts) -> StacksClass:
+def _describe(
+    path: tuple[str, ...], members: list[_Rank], facts: _Facts, places: Layouts
+) -> StacksClass:
     last = members[0].stacks[-1]
-    return {
+    described: StacksClass = {
         "ranks": [m.name for m in members],
         "thread": _thread_label(last),
         "user_frame": facts.user_frame(last),
@@ -245,6 +258,9 @@ def _describe(path: tuple[str, ...], members: list[_Rank], facts: _Facts) -> Sta
         "frames": list(path),
         "moving": any(m.moving for m in members),
     }
+    if group := places.place(described["ranks"]):
+        described["group"] = group
+    return described
 
 
 # --- the verdict ---
@@ -265,7 +281,9 @@ def odd_ranks(classes: Sequence[StacksClass]) -> list[str]:
     return sorted(apart, key=natural)
 
 
-def _verdict(views: Sequence[_Rank], classes: list[StacksClass]) -> StacksVerdict:
+def _verdict(
+    views: Sequence[_Rank], classes: list[StacksClass], places: Layouts = NO_LAYOUTS
+) -> StacksVerdict:
     if not views or all(v.stacks[-1] is None for v in views):
         return _unclear("No rank gave a dump with a thread in it: nothing to tell.")
     dumps = max(v.dumps for v in views)
@@ -277,7 +295,7 @@ def _verdict(views: Sequence[_Rank], classes: list[StacksClass]) -> StacksVerdic
     if kind == "progressing":  # where a moving rank was last seen sets nothing apart
         odd, apart, rest = [], [], classes
     shown = apart[0] if apart else classes[0]
-    sentence = _where(apart, rest, classes) + _movement(kind, dumps, moved)
+    sentence = _where(apart, rest, classes, places) + _movement(kind, dumps, moved)
     return {
         "kind": kind,
         "odd": odd,
@@ -300,17 +318,24 @@ def _kind(dumps: int, moved: list[str], ranks: int, rest: list[StacksClass]) -> 
     return "unclear" if waits_still and 2 * len(moved) < ranks else "progressing"
 
 
-def _where(apart: list[StacksClass], rest: list[StacksClass], classes: list[StacksClass]) -> str:
-    """`rank-2 stands in `f (x.py:9)` (idle) while ranks 0-1, 3 wait in a collective at ...`."""
+def _where(
+    apart: list[StacksClass],
+    rest: list[StacksClass],
+    classes: list[StacksClass],
+    places: Layouts = NO_LAYOUTS,
+) -> str:
+    """`rank-2 stands in `f (x.py:9)` (idle) while ranks 0-1, 3 wait in a collective at ...`;
+    the ranks set apart named with their parallel group, when known."""
     if not apart:
         if len(classes) == 1:
             count = len(classes[0]["ranks"])
             who = "The only rank" if count == 1 else f"All {count} ranks"
             return f"{who} {_at(classes[0], count > 1)}"
-        return f"The ranks stand in {len(classes)} places, the most ({_names(classes[0])}) " + (
+        most = _names(classes[0], places)
+        return f"The ranks stand in {len(classes)} places, the most ({most}) " + (
             _at(classes[0], len(classes[0]["ranks"]) > 1)
         )
-    sentence = f"{_names(apart[0])} {_at(apart[0], len(apart[0]['ranks']) > 1)}"
+    sentence = f"{_names(apart[0], places)} {_at(apart[0], len(apart[0]['ranks']) > 1)}"
     others = sum(len(c["ranks"]) for c in apart[1:])
     if others:
         sentence += f" ({others} more odd rank{'s' if others > 1 else ''} elsewhere)"
@@ -341,8 +366,8 @@ def _frame(cls: StacksClass) -> str:
     return cls["user_frame"] or (cls["frames"][-1] if cls["frames"] else "an empty stack")
 
 
-def _names(cls: StacksClass) -> str:
-    return _label(cls["ranks"])
+def _names(cls: StacksClass, places: Layouts = NO_LAYOUTS) -> str:
+    return places.named(_label(cls["ranks"]), cls["ranks"])
 
 
 def _label(names: Sequence[str]) -> str:

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from .compare import wilson_interval
 from .findings import NO_USER_FRAME, percent_interval, top_frames
+from .layout import NO_LAYOUTS, Layouts
 from .ranknames import ranks_label
 from .straggler import BLOCKING_WAITS, RankView, pool_views, waiting, waiting_callers
 from .thresholds import MIN_SAMPLES, STUCK_ELSEWHERE, STUCK_WAIT
@@ -51,38 +52,41 @@ def find_stuck(views: Sequence[RankView]) -> Stuck | None:
     return Stuck(odd, waits)
 
 
-def stuck_finding(stuck: Stuck, waits: tuple[str, ...] = BLOCKING_WAITS) -> Finding:
+def stuck_finding(
+    stuck: Stuck, waits: tuple[str, ...] = BLOCKING_WAITS, places: Layouts = NO_LAYOUTS
+) -> Finding:
     """The `stuck` finding (high): who stands where, and where the others wait (in the
-    wait model's states `waits`)."""
+    wait model's states `waits`); `places` name the odd ranks' parallel group."""
     waited = waiting(stuck.waiting)
     low, high = percent_interval(*waited)
     value = round(100 * waited[0] / waited[1], 1)
     waits_at = top_frames(waiting_callers(pool_views(stuck.waiting), waits), waited[1])
     there = next((c["frame"] for c in waits_at if c["frame"] != NO_USER_FRAME), None)
-    places = [(view.name, *place(view, waits)) for view in stuck.odd]
+    spots = [(places.named(v.name, [v.name]), *place(v, waits)) for v in stuck.odd]
     where = "in collectives" if waits == BLOCKING_WAITS else "at device syncs and in collectives"
-    odd, others = _label(stuck.odd), _label(stuck.waiting)
-    verb = "stands" if len(places) == 1 else "stand"
+    odd_names = [view.name for view in stuck.odd]
+    odd, others = places.named(_label(stuck.odd), odd_names), _label(stuck.waiting)
+    verb = "stands" if len(spots) == 1 else "stand"
     return {
         "rule": "stuck",
         "severity": "high",
-        "title": f"{odd} {verb} {_where(places)} while the other ranks wait {where}",
+        "title": f"{odd} {verb} {_where(spots)} while the other ranks wait {where}",
         "value": value,
         "interval": [low, high],
         "threshold": STUCK_WAIT,
         "frames": list(
             dict.fromkeys(
-                [*(f for _, f, _ in places if f != NO_USER_FRAME), *([there] if there else [])]
+                [*(f for _, f, _ in spots if f != NO_USER_FRAME), *([there] if there else [])]
             )
         ),
-        "user_callers": _callers(stuck.odd[0], places[0][2]),
+        "user_callers": _callers(stuck.odd[0], spots[0][2]),
         "advice": f"The job is stuck (or nearly): {others} wait {value:g}% of the window "
         f"{where}"
         + (f" at `{there}`" if there else "")
-        + f", while {_places(places)}. Find out why {odd} {verb} there (a lock, a file, "
-        "its input, a collective it skipped): a faster step will not help. Dump all ranks "
-        "to see whether anything moves.",
-        "ranks": [view.name for view in stuck.odd],
+        + f", while {_places(spots)}. Find out why {_label(stuck.odd)} {verb} there "
+        "(a lock, a file, its input, a collective it skipped): a faster step will not help. "
+        "Dump all ranks to see whether anything moves.",
+        "ranks": odd_names,
     }
 
 

@@ -270,6 +270,9 @@ class Straggler(TypedDict):
     stuck: NotRequired[bool]
     """True when the job is stuck (the `stuck` finding): this rank is where it hangs, not
     a slow rank with an excess to remove from its step."""
+    group: NotRequired[str]
+    """Its place in the job's parallel layout (`pipeline stage 3 of data-parallel replica
+    7`), when the ranks registered one (layout.py); absent otherwise."""
 
 
 class JobThread(TypedDict):
@@ -304,6 +307,9 @@ class JobClass(TypedDict):
     label: str
     states: list[dict[str, float | str]]
     distinctive: Explanation | None
+    group: NotRequired[str]
+    """The parallel group its ranks share (`all of pipeline stage 3`), when the ranks
+    registered their layout and share a coordinate (layout.py); absent otherwise."""
 
 
 class JobReport(TypedDict):
@@ -340,6 +346,9 @@ class StacksClass(TypedDict):
     state: str
     frames: list[str]
     moving: bool
+    group: NotRequired[str]
+    """The parallel group its ranks share (`all of pipeline stage 3`), when the ranks
+    registered their layout and share a coordinate (layout.py); absent otherwise."""
 
 
 class StacksRank(TypedDict):

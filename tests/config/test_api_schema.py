@@ -172,6 +172,7 @@ def test_real_answers_have_the_shapes_the_schema_gives(spec, owner, owner_client
     run = Run.objects.create(name="job")
     host = Host.objects.create(name="gpu-1", address="gpu-1.lan")
     RunProcess.objects.create(run=run, host=host, pid=4242, role="rank-0")
+    RunProcess.objects.create(run=run, host=host, pid=4243, role="rank-1", layout={"pp": 1})
     local = Host.objects.get(name="local")
     done = imported(owner, run=run)
     group = capture_group_create(user=owner, run=run, duration=1, rate=10)
@@ -197,6 +198,7 @@ def test_real_answers_have_the_shapes_the_schema_gives(spec, owner, owner_client
         assert_answer_matches(spec, owner_client, method, url, path)
     # A process that is alive on the local host: this test's own.
     register = {"run": "job-2", "host": "local", "pid": os.getpid(), "role": "rank-0"}
+    register["layout"] = {"dp": 1, "tp": 0, "pp": 3}
     assert_answer_matches(
         spec, owner_client, "post", "/api/register/", "/api/register/", **register
     )

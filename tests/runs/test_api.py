@@ -82,6 +82,7 @@ def test_the_run_comes_with_its_processes_and_their_liveness(teammate_client, ru
             "launch": None,
             "replaced_at": None,
             "replaced_by": None,
+            "layout": None,
         }
     ]
 
@@ -245,6 +246,44 @@ def test_a_live_rank_registering_to_a_finished_run_starts_it_again(owner_client,
     assert owner_client.post("/api/register/", body, "application/json").status_code == 201
     ended.refresh_from_db()
     assert ended.status == Run.Status.RUNNING and ended.ended_at is None
+
+
+def test_a_rank_registers_its_place_in_the_parallel_layout_and_the_run_shows_it(
+    owner_client, local, sleeper
+):
+    body = {"run": "job-3d", "host": "local", "pid": sleeper.pid, "role": "rank-29"}
+    first = owner_client.post("/api/register/", body, "application/json")
+    assert first.status_code == 201 and first.json()["process"]["layout"] is None
+    # The job built its device mesh since: the same process registers again with it.
+    layout = {"dp": 7, "tp": 0, "pp": 3}
+    again = owner_client.post("/api/register/", {**body, "layout": layout}, "application/json")
+    assert again.status_code == 200 and again.json()["process"]["layout"] == layout
+    # A later registration that says nothing keeps it.
+    owner_client.post("/api/register/", {**body, "layout": None}, "application/json")
+    run = Run.objects.get(name="job-3d")
+    (process,) = owner_client.get(f"/api/runs/{run.pk}/").json()["processes"]
+    assert (process["role"], process["layout"]) == ("rank-29", layout)
+    assert "rank-29 <span" in (page := owner_client.get(run.get_absolute_url()).content.decode())
+    assert ">dp 7 · pp 3 · tp 0</span>" in page
+
+
+@pytest.mark.parametrize(
+    ("layout", "problem"),
+    [
+        ({"dp": 7, "stage": 3}, "unknown axis 'stage': use cp, dp, dp_replicate"),
+        ({"pp": -1}, "pp: give a number from 0 to 65535"),
+        ({"pp": 3.5}, "pp: give a whole number"),
+        ("dp=7,pp=3", "give an object of axis -> coordinate"),
+    ],
+)
+def test_a_layout_it_cannot_use_is_refused_naming_the_problem_before_any_run_is_made(
+    owner_client, local, sleeper, layout, problem
+):
+    body = {"run": "job-bad", "host": "local", "pid": sleeper.pid, "layout": layout}
+    response = owner_client.post("/api/register/", body, "application/json")
+    assert response.status_code == 400
+    assert response.json()["layout"][0].startswith(problem)
+    assert not Run.objects.filter(name="job-bad").exists()
 
 
 def test_registration_on_an_unknown_host_names_it_and_how_to_add_it(owner_client):

@@ -285,3 +285,19 @@ def test_a_catch_up_that_cannot_list_the_groups_logs_it_and_the_task_still_count
     messages = [r.getMessage() for r in caplog.records]
     assert messages.count("the report catch-up could not list the groups missing a report") == 2
     assert not [r for r in caplog.records if r.name == "profiles.beat"]  # handled inside
+
+
+def test_ranks_that_registered_their_layout_are_named_with_their_parallel_group(monkeypatch):
+    run = factories.job_run(ranks=4, name="gloo-3d")
+    for process in run.processes.all():
+        number = int(process.role.removeprefix("rank-"))
+        process.layout = {"dp": number // 2, "pp": number % 2}
+        process.save(update_fields=["layout"])
+    group, _ = record_group(monkeypatch, "straggler", run=run)
+    stored = CaptureGroup.objects.get(pk=group.pk).job_report
+    assert stored["straggler"]["name"] == "rank-3"
+    assert stored["straggler"]["group"] == "pipeline stage 1 of data-parallel replica 1"
+    (finding,) = [f for f in stored["findings"] if f["rule"] == "straggler"]
+    assert finding["title"].startswith(
+        "The other ranks wait for rank-3 (pipeline stage 1 of data-parallel replica 1) "
+    )
