@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -56,6 +57,11 @@ from runs import gpu, remote
 from runs.services import host_target
 
 log = logging.getLogger(__name__)
+STORING_AT_ONCE = 4
+STORING = threading.BoundedSemaphore(STORING_AT_ONCE)
+"""Host sessions of this worker process whose results are read and stored at once:
+every host of a whole-job capture ends at the same instant, and the others' samples
+wait in their spool files (runs.remote.record_many), not in memory."""
 
 
 class _Rank:
@@ -179,20 +185,36 @@ def _record_host(
     host = captures[0].host
     if host is None:
         return _fail_all(captures, session, "host", "The host was deleted.")
+
+    def store(outcome: remote.ManyResult) -> list[int]:
+        return _store_host(host, captures, session, outcome, requested_at)
+
     try:
         remote.check_target(host_target(host))  # host_config: the field to fix, at once
-        outcome = remote.record_many(
+        return remote.record_many(
             host_target(host),
             [c.pid for c in captures],
             _record_settings(captures[0]),
             session,
             margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
             start_at=session.start_at,
+            gate=STORING,
+            finish=store,
         )
     except remote.RemoteError as exc:
         return _fail_all(captures, session, exc.cause, exc.message, detail=exc.detail)
     except ValueError as exc:  # a stored host field the command builder refuses
         return _fail_all(captures, session, "host", f"The host's settings are unusable: {exc}")
+
+
+def _store_host(
+    host: Any,
+    captures: list[Capture],
+    session: _HostSession,
+    outcome: remote.ManyResult,
+    requested_at: datetime,
+) -> list[int]:
+    """Store what one host's session brought back; the ids of the ranks to analyse."""
     log.info("group %s: recorded after %.2f s", session.group_id, time.monotonic() - session.t0)
     gpu_samples = gpu.parse_nvidia_smi(outcome.gpu_csv) if outcome.gpu_csv else None
     again = _records_to_take_again(captures, outcome)

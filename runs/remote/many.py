@@ -21,12 +21,15 @@ raw file come back framed with byte counts, then the GPU CSV.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import mmap
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from runs import gpu
 
@@ -50,6 +53,7 @@ CLOCK = "@@flamedeck-clock@@"  # stdout: the host's `date +%s.%N`, asked by `clo
 CLOCK_TRIPS = 3  # `clock` round trips per session; the quickest gives the offset
 LEAST_WINDOW_S = 1.0  # a host that comes up after the window's end still samples this
 STOP_SLACK_S = 3.0  # past T + duration the worker stops a host that did not stop itself
+SPOOL_OVER_BYTES = 1 << 20  # a host's results past this go to a temporary file
 EXITED = "@@flamedeck-exited@@"  # tagged stdout line: that py-spy closed its stdout
 STOPPED = "Stopped sampling"  # py-spy's line when the process exits (or a stop)
 
@@ -424,7 +428,9 @@ def record_many(
     margin_s: float = 30.0,
     start_within_s: float = 30.0,
     start_at: float | None = None,
-) -> ManyResult:
+    gate: AbstractContextManager | None = None,
+    finish: Callable[[ManyResult], Any] | None = None,
+) -> Any:
     """Record every PID of `pids` on one host, over one connection, in one window.
 
     With `start_at` (this machine's epoch seconds) py-spy starts for all PIDs as soon
@@ -432,10 +438,15 @@ def record_many(
     `start_at + settings.duration_s` (module doc). Without it, py-spy starts when
     `session.may_start()` says so, and the capture ends when the last py-spy to
     announce sampling has sampled `settings.duration_s` seconds. Either ends early per
-    PID on a cancel. A host
-    that cannot be reached, or a session that dies, raises RemoteError (for every
-    PID; `ManyResult` is not returned); a PID whose py-spy failed gets its own
-    RemoteError in `results`.
+    PID on a cancel. A host that cannot be reached, or a session that dies, raises
+    RemoteError (for every PID; `ManyResult` is not returned); a PID whose py-spy
+    failed gets its own RemoteError in `results`.
+
+    What the host sends back is spooled to a file past SPOOL_OVER_BYTES, not held in
+    memory, and read into each PID's result only inside `gate` (a semaphore shared by
+    the host sessions of a worker: every host of a whole-job capture ends at the same
+    instant); `finish`, when given, takes the ManyResult inside the gate too, and what
+    it returns is returned.
     """
     if start_at is not None:
         start_within_s = max(0.0, start_at - time.time())
@@ -448,9 +459,20 @@ def record_many(
         done = runner.run(
             argv, stdin_open=True, timeout_s=bound, grace_s=margin_s, poll_s=0.05,
             on_line=watch.on_line, should_stop=watch.should_stop, feed=watch.feed,
+            spool_over_bytes=SPOOL_OVER_BYTES,
         )  # fmt: skip
     except OSError as exc:
         raise RemoteError("unknown", f"cannot start the record session ({exc})") from exc
+    with gate or contextlib.nullcontext():
+        try:
+            outcome = _outcome(pids, watch, done)
+        finally:
+            if isinstance(done.stdout, mmap.mmap):
+                done.stdout.close()
+        return finish(outcome) if finish is not None else outcome
+
+
+def _outcome(pids: list[int], watch: _ManyWatch, done: runner.Completed) -> ManyResult:
     logs = {pid: "\n".join(lines) for pid, lines in watch.logs.items()}
     if done.stopped == "killed":
         raise RemoteError("bound_exceeded", detail=stderr_tail(done.stderr))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import queue
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +21,9 @@ class Completed:
     """What `run()` saw of one process."""
 
     returncode: int
-    stdout: bytes
+    stdout: bytes | mmap.mmap
+    """What the process printed: bytes, or past `spool_over_bytes` a read-only map of
+    the file it was spooled to (it finds and slices as bytes do)."""
     stderr: str
     elapsed_s: float
     stopped: Literal["completed", "stopped", "killed"]
@@ -28,16 +32,34 @@ class Completed:
     @property
     def text(self) -> str:
         """stdout decoded as UTF-8 (undecodable bytes replaced)."""
-        return self.stdout.decode(errors="replace")
+        return bytes(self.stdout).decode(errors="replace")
 
 
-def _pump(pipe: Any, sink: list[bytes], events: queue.Queue | None, start: float) -> None:
+def _pump(pipe: Any, sink: Any, events: queue.Queue | None, start: float) -> None:
+    """Copy `pipe` into `sink` (a list, or a file), each line to `events` too."""
+    keep = sink.append if isinstance(sink, list) else sink.write
     for chunk in iter(pipe.readline, b""):
-        sink.append(chunk)
+        try:
+            keep(chunk)
+        except ValueError:  # the spool was closed: run() gave up on this pipe
+            break
         if events is not None:
             events.put((chunk, time.monotonic() - start))
     if events is not None:
         events.put(None)
+
+
+def _spooled(sink: Any) -> bytes | mmap.mmap:
+    """What a spool holds: bytes while it stayed in memory, else a map of its file
+    (file pages the kernel can drop, not the worker's heap)."""
+    size = sink.tell()
+    if not sink._rolled:  # noqa: SLF001 — SpooledTemporaryFile says whether it rolled over
+        sink.seek(0)
+        return sink.read()
+    sink.flush()
+    if not size:
+        return b""
+    return mmap.mmap(sink.fileno(), size, access=mmap.ACCESS_READ)
 
 
 class _Lines:
@@ -92,6 +114,7 @@ def run(
     feed: Callable[[], bytes] | None = None,
     poll_s: float = 0.2,
     grace_s: float = 5.0,
+    spool_over_bytes: int | None = None,
 ) -> Completed:
     """Run one local argv (see `wrap`), streaming stdout lines to `on_line(line, elapsed_s)`.
 
@@ -100,13 +123,15 @@ def run(
     `grace_s` later, its process group is killed. `feed()`, polled before each
     `should_stop()`, returns bytes to write to stdin (b"" for none). The callbacks run
     in the calling thread. Raises OSError when argv[0] cannot be started.
+    `spool_over_bytes`: stdout past that size goes to a temporary file rather than the
+    worker's memory (a host session that brings back many ranks' samples at once).
     """
     start = time.monotonic()
     stdin = subprocess.PIPE if stdin_open else subprocess.DEVNULL
     proc = subprocess.Popen(
         argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
-    out: list[bytes] = []
+    out: Any = [] if spool_over_bytes is None else tempfile.SpooledTemporaryFile(spool_over_bytes)
     err: list[bytes] = []
     lines = _Lines(on_line)
     pumps = [
@@ -124,7 +149,11 @@ def run(
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         _close(stream)
     stderr = b"".join(err).decode(errors="replace")
-    return Completed(proc.returncode, b"".join(out), stderr, elapsed, stopped, trigger)
+    if isinstance(out, list):
+        return Completed(proc.returncode, b"".join(out), stderr, elapsed, stopped, trigger)
+    with out:  # the map outlives the file, which was never linked anywhere
+        stdout = _spooled(out)
+    return Completed(proc.returncode, stdout, stderr, elapsed, stopped, trigger)
 
 
 class _Control:

@@ -127,6 +127,27 @@ def test_with_an_instant_every_py_spy_attaches_before_it_and_the_host_ends_the_w
     assert not any(pyspy_running(pid) for pid in pids)
 
 
+def test_the_results_are_read_and_finished_inside_the_gate(local_target, three):
+    """Every host of a group ends at one instant: each session reads its ranks' samples
+    into memory, and hands them to `finish`, only while it holds the worker's gate."""
+    events = []
+
+    class Gate:
+        def __enter__(self):
+            events.append("enter")
+
+        def __exit__(self, *exc):
+            events.append("exit")
+
+    def finish(outcome):
+        events.append(sorted(outcome.results))
+        return "stored"
+
+    pids = [w.pid for w in three[:2]]
+    said = record_many(local_target, pids, SHORT, Session(), gate=Gate(), finish=finish)
+    assert said == "stored" and events == ["enter", sorted(pids), "exit"]
+
+
 def test_a_missing_pid_fails_alone_and_a_stopped_one_keeps_its_samples(local_target, three):
     pids = [w.pid for w in three]
     session = Session(stop=pids[0], stop_after_s=1.0)

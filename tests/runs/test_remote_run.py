@@ -54,3 +54,20 @@ def test_run_kills_the_whole_process_group_only_after_the_grace_period():
 def test_run_without_stdin_gives_the_process_an_immediate_eof():
     done = run(["sh", "-c", "cat; echo after"], stdin_open=False, timeout_s=5)
     assert done.text == "after\n" and done.stopped == "completed"
+
+
+def test_run_spools_stdout_past_its_size_to_a_file_and_maps_it_back():
+    """A host session's results (many ranks' samples) stay out of the worker's heap."""
+    import mmap
+
+    script = "head -c 300000 /dev/zero | tr '\\0' x; echo; echo tail"
+    lines = []
+    big = run(["sh", "-c", script], timeout_s=10, spool_over_bytes=1000,
+              on_line=lambda line, at: lines.append(line))  # fmt: skip
+    assert isinstance(big.stdout, mmap.mmap)
+    assert len(big.stdout) == 300_006 and big.stdout.find(b"tail") == 300_001
+    assert big.stdout[-5:] == b"tail\n" and lines[-1] == "tail"
+    small = run(["sh", "-c", "echo small"], timeout_s=10, spool_over_bytes=1000)
+    assert small.stdout == b"small\n" and small.text == "small\n"
+    empty = run(["true"], timeout_s=10, spool_over_bytes=1000)
+    assert empty.stdout == b""

@@ -17,6 +17,7 @@ from profiles.models import Capture, CaptureGroup
 from runs import remote
 from runs.models import Launch, Run, RunProcess
 from tests import factories
+from tests.support.seam import finished
 
 JOBS = Path(__file__).resolve().parents[1] / "data" / "jobs"
 RANKS = 4
@@ -79,7 +80,7 @@ def record_group(
             raw, log = recorded(case, (pid - factories.FIRST_PID) % PIDS_PER_LAUNCH)
             results[pid] = remote.RecordResult(raw, log, "", 0, "duration", 10.1)
             logs[pid] = log
-        return remote.ManyResult(results, logs)
+        return finished(remote.ManyResult(results, logs), kwargs)
 
     monkeypatch.setattr(remote, "record_many", fake_record_many)
     ids = list(group.captures.order_by("pid").values_list("pk", flat=True))

@@ -16,6 +16,7 @@ from profiles.jobs import services as jobs
 from profiles.models import Capture, CaptureGroup
 from runs import remote
 from runs.models import Host, Run, RunProcess
+from tests.support.seam import finished
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +50,9 @@ def test_no_host_waits_for_another_each_session_gets_the_groups_instant(monkeypa
 
     def fake_record_many(target, pids, settings, session, **kwargs):
         asked.update(kwargs, may_start=session.may_start())
-        return remote.ManyResult({pid: remote.RemoteError("no_such_pid") for pid in pids})
+        return finished(
+            remote.ManyResult({pid: remote.RemoteError("no_such_pid") for pid in pids}), kwargs
+        )
 
     monkeypatch.setattr(remote, "record_many", fake_record_many)
     host_id, ids = _host_ids(group, "node-a")  # node-b never shows up
@@ -63,7 +66,10 @@ def test_each_rank_ends_with_its_own_outcome_and_its_sampling_start(monkeypatch,
         session.on_ready()
         session.on_line(11, SAMPLING, 0.1)
         ok = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2)
-        return remote.ManyResult({11: ok, 12: remote.RemoteError("no_such_pid")}, {11: SAMPLING})
+        return finished(
+            remote.ManyResult({11: ok, 12: remote.RemoteError("no_such_pid")}, {11: SAMPLING}),
+            kwargs,
+        )
 
     monkeypatch.setattr(remote, "record_many", fake_record_many)
     host_id, ids = _host_ids(group, "node-a")
@@ -103,7 +109,9 @@ def test_a_rank_whose_pid_a_single_capture_claimed_first_fails_as_pid_busy_namin
     def fake_record_many(target, pids, settings, session, **kwargs):
         asked.extend(pids)
         ok = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2)
-        return remote.ManyResult({pid: ok for pid in pids}, {pid: SAMPLING for pid in pids})
+        return finished(
+            remote.ManyResult({pid: ok for pid in pids}, {pid: SAMPLING for pid in pids}), kwargs
+        )
 
     monkeypatch.setattr(remote, "record_many", fake_record_many)
     host_id, ids = _host_ids(group, "node-a")
@@ -189,7 +197,9 @@ def test_each_ranks_sampling_start_is_the_hosts_clock_when_the_host_gave_it(monk
         facts = {"sampling_at": f"{host_at.timestamp():.6f}"}
         ok = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2, facts=facts)
         unknown = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2, facts={})
-        return remote.ManyResult({11: ok, 12: unknown}, {11: SAMPLING, 12: SAMPLING})
+        return finished(
+            remote.ManyResult({11: ok, 12: unknown}, {11: SAMPLING, 12: SAMPLING}), kwargs
+        )
 
     monkeypatch.setattr(remote, "record_many", fake_record_many)
     host_id, ids = _host_ids(group, "node-a")
@@ -213,7 +223,7 @@ def test_a_ranks_first_sample_is_the_instant_when_py_spy_sampled_before_it(monke
                      "clock_offset_s": "2.000000"}  # fmt: skip
             facts["window_at"] = f"{window:.6f}"
             results[pid] = remote.RecordResult(RAW, SAMPLING, "", 0, "duration", 10.2, facts=facts)
-        return remote.ManyResult(results, {pid: SAMPLING for pid in pids})
+        return finished(remote.ManyResult(results, {pid: SAMPLING for pid in pids}), kwargs)
 
     monkeypatch.setattr(remote, "record_many", fake_record_many)
     host_id, ids = _host_ids(group, "node-a")

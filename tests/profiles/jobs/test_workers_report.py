@@ -23,6 +23,7 @@ from runs import remote
 from runs.remote import guard
 from tests import factories
 from tests.config.test_api_schema import assert_answer_matches
+from tests.support.seam import finished
 
 pytestmark = pytest.mark.django_db
 DATA = Path(__file__).resolve().parents[2] / "data" / "jobs" / "loader_workers"
@@ -54,7 +55,7 @@ def group(monkeypatch):
             results[pid] = remote.RecordResult(
                 raw, logs[pid], "", 0, "duration", 8.2, facts=_facts(rank)
             )
-        return remote.ManyResult(results, logs)
+        return finished(remote.ManyResult(results, logs), kwargs)
 
     monkeypatch.setattr(remote, "record_many", fake_record_many)
     ids = list(made.captures.order_by("pid").values_list("pk", flat=True))
