@@ -51,6 +51,9 @@ Run: .venv/bin/python bench/bench_group.py [--sizes 64,256,1024] [--duration 10]
   than `--wait`'s `ready` lines: {ranks, hosts, sampler, skew_s, final_s, report_s,
   worker_rss_mb, workers, true_skew_s, done, request_s}; with `--dump` {ranks, hosts,
   sampler, verdict, verdict_s, done, request_s};
+- `--fail-hosts F`: that share of the ssh hosts fails, in turn unreachable (a closed
+  port), slow (ssh answers 4 s late, through a ProxyCommand; needs socat) and without
+  py-spy; the JSON adds `failing` (kind: hosts) and the group's `failed_hosts`;
 - `--embedded`: `make run`'s defaults, SQLite and the filesystem broker;
 - `--wait`: before each size's capture, print `ready` and wait for a line on stdin, so
   that a caller can keep other work off the machine for the window alone.
@@ -62,6 +65,7 @@ import math
 import resource
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -197,6 +201,51 @@ def _host_rows(names: list[str], processes: int, sampler: str, workloads: list, 
     ]
 
 
+SLOW_SSH_S = 4.0  # a slow host's ssh answers this late (past the first instant's lead)
+
+
+def _fail_some(hosts: list, config: Path, share: float) -> dict[str, list[str]]:
+    """Make `share` of the ssh hosts fail, in turn: unreachable (its alias points at a
+    closed port), slow (its ssh goes through a ProxyCommand that waits SLOW_SSH_S
+    first) and without py-spy (a path that does not exist); {kind: host names}."""
+    count = round(len(hosts) * share)
+    if not count:
+        return {}
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    kinds = ("unreachable", "slow", "no_py_spy")
+    failing: dict[str, list[str]] = {kind: [] for kind in kinds}
+    step = len(hosts) / count
+    entries = []
+    for index in range(count):
+        host = hosts[int(index * step + step / 2)]
+        kind = kinds[index % len(kinds)]
+        failing[kind].append(host.name)
+        if kind == "no_py_spy":
+            host.py_spy = "/nonexistent/py-spy"
+        else:
+            alias = f"{kind}-{host.address}"
+            entries.append(_alias(config, host.address, alias, kind, port))
+            host.address = alias
+        host.save()
+    # Host blocks first: ssh takes the first value it reads for each option.
+    config.write_text("".join(entries) + config.read_text())
+    return failing
+
+
+def _alias(config: Path, name: str, alias: str, kind: str, closed_port: int) -> str:
+    """An ssh_config block for `alias`: `name`'s own settings, made to fail as `kind`."""
+    text = config.read_text()
+    block = text[text.index(f"Host {name}\n") :].split("\nHost ", 1)[0]
+    block = block.replace(f"Host {name}\n", f"Host {alias}\n", 1).rstrip("\n") + "\n"
+    if kind == "unreachable":
+        return block.replace("  Port ", f"  Port {closed_port}\n  #Port ", 1)
+    wait = f"sleep {SLOW_SSH_S:g}; exec socat - TCP:%h:%p"
+    return block + f"  ProxyCommand sh -c {shlex.quote(wait)}\n"
+
+
 def _measure(client, run_id: int, worker, duration: int, dump: bool = False) -> dict:
     from profiles.models import Capture
 
@@ -260,6 +309,7 @@ def _figures(client, group_id: int, requested: float, stored_at, rss: float, ssh
         "ssh": ssh,
         "done": group.captures.filter(status="done").count(),
         "phases": _phases(group),
+        "failed_hosts": body.get("failed_hosts"),
     }
 
 
@@ -310,6 +360,7 @@ def _one_size(client, processes: int, workdir: Path, args, report) -> None:
     try:
         workloads = _targets(processes, args.dump, sampler, workdir)
         hosts = _host_rows(names, processes, sampler, workloads, args)
+        failing = _fail_some(hosts, config, args.fail_hosts) if config else {}
         run = Run.objects.create(name=f"bench-{processes}-{time.time_ns()}", status="running")
         for rank, workload in enumerate(workloads):
             host = hosts[rank * len(hosts) // processes]
@@ -323,7 +374,7 @@ def _one_size(client, processes: int, workdir: Path, args, report) -> None:
             sys.stdin.readline()
         figures = _measure(client, run.pk, worker, args.duration, args.dump)
         report({**figures, "ranks": processes, "hosts": len(hosts), "sampler": sampler,
-                "workers": args.workers, "threads": threads})  # fmt: skip
+                "workers": args.workers, "threads": threads, "failing": failing})  # fmt: skip
     finally:
         if worker is not None:
             worker.stop()
@@ -345,6 +396,12 @@ def main() -> None:
     parser.add_argument("--embedded", action="store_true", help="SQLite + filesystem broker")
     parser.add_argument("--wait", action="store_true", help="measure on a line from stdin")
     parser.add_argument("--dump", action="store_true", help="a whole-job dump of a hung job")
+    parser.add_argument(
+        "--fail-hosts",
+        type=float,
+        default=0.0,
+        help="share of the ssh hosts made to fail (unreachable, slow, no py-spy)",
+    )
     args = parser.parse_args()
     args.sizes = [int(size) for size in args.sizes.split(",")]
     if min(args.sizes) < 1 or args.workers < 1 or args.concurrency < 0:
@@ -420,7 +477,8 @@ def _report(r: dict, args: argparse.Namespace) -> None:
         keys = ("ranks", "hosts", "sampler")
         keys += (("verdict", "verdict_s") if args.dump else ("skew_s", "final_s", "report_s",
                  "worker_rss_mb", "workers", "true_skew_s"))  # fmt: skip
-        print(json.dumps({key: r[key] for key in (*keys, "done", "request_s")}), flush=True)
+        keys += ("done", "request_s") + (("failing", "failed_hosts") if r["failing"] else ())
+        print(json.dumps({key: r[key] for key in keys}), flush=True)
         return
     head = f"  {r['ranks']:>3} processes on {r['hosts']} host(s)"
     tail = (f"capture workers' RSS peak {r['worker_rss_mb']:.0f} MB ({r['workers']} × "

@@ -21,6 +21,9 @@ from runs.models import Run
 from runs.selectors import capturable_processes
 
 log = logging.getLogger(__name__)
+LATE_AFTER_S = 0.3
+"""A rank whose first sample came later than this past the group's instant started
+late: the start skew target at any size."""
 
 
 @transaction.atomic
@@ -81,8 +84,10 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
     """Status across the group (done, partial, failed, running), the start skew: the
     spread of the moments each rank's first kept sample was taken, None until every
     capture has either started sampling or ended (a rank still attaching may start
-    late), and the hosts whose ranks failed, each with its cause (`failed_hosts`: a
-    host that could not be reached fails its ranks alone; the report covers the rest)."""
+    late), the hosts whose ranks failed, each with its cause (`failed_hosts`: a host
+    that could not be reached fails its ranks alone; the report covers the rest), and
+    those that started sampling past the group's instant (`late_hosts`: a slow ssh, no
+    free capture thread), each with how late."""
     fields = ("pk", "group_id", "status", "sampling_started_at", "host", "error_cause", "error")
     captures = list(group.captures.select_related("host").only(*fields, "host__name"))
     statuses = {c.status for c in captures}
@@ -102,7 +107,28 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
         "start_skew_s": None if waiting else round(skew, 3),
         "captures": len(captures),
         "failed_hosts": failed_hosts(captures),
+        "late_hosts": late_hosts(captures, group.start_by),
     }
+
+
+def late_hosts(captures: list[Capture], instant: Any) -> list[dict[str, Any]]:
+    """Per host whose ranks' first samples came over LATE_AFTER_S past the instant:
+    {host, late_s (its latest rank), ranks}, latest first."""
+    if instant is None:
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for capture in captures:
+        if capture.sampling_started_at is None or not capture.host_id:
+            continue
+        late = (capture.sampling_started_at - instant).total_seconds()
+        if late <= LATE_AFTER_S:
+            continue
+        row = found.setdefault(
+            capture.host.name, {"host": capture.host.name, "late_s": 0.0, "ranks": 0}
+        )
+        row["late_s"] = round(max(row["late_s"], late), 3)
+        row["ranks"] += 1
+    return sorted(found.values(), key=lambda row: (-row["late_s"], row["host"]))
 
 
 def failed_hosts(captures: list[Capture]) -> list[dict[str, Any]]:

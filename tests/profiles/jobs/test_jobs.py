@@ -323,3 +323,15 @@ def test_the_group_names_each_failed_host_with_its_cause_and_how_many_ranks_it_l
             "ranks": 1,
         },
     ]
+
+
+def test_the_group_names_each_host_that_started_past_its_instant_and_how_late(queued):
+    run = _run_on_hosts(3)
+    group = jobs.capture_group_create(user=None, run=run, duration=5)
+    by_host = {c.host.name: c for c in group.captures.select_related("host")}
+    for name, late_s in (("gpu-0", 0.0), ("gpu-1", 0.2), ("gpu-2", 3.9)):
+        at = group.start_by + timezone.timedelta(seconds=late_s)
+        Capture.objects.filter(pk=by_host[name].pk).update(sampling_started_at=at)
+    summary = jobs.group_summary(group)
+    assert summary["late_hosts"] == [{"host": "gpu-2", "late_s": 3.9, "ranks": 1}]
+    assert summary["start_skew_s"] == 3.9  # the skew says it too
