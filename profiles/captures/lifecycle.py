@@ -56,6 +56,21 @@ def capture_claim(*, capture_id: int, worker: str) -> bool:
     )
 
 
+def captures_claim(*, capture_ids: list[int], worker: str) -> list[int]:
+    """Claim queued captures for this worker in one UPDATE; the ids it got (each row is
+    claimed by one UPDATE only, so two workers never both get one)."""
+    now = timezone.now()
+    Capture.objects.filter(pk__in=capture_ids, status=Status.QUEUED, cancel_requested=False).update(
+        status=Status.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        worker=worker,
+        attempts=F("attempts") + 1,
+    )
+    mine = Capture.objects.filter(pk__in=capture_ids, worker=worker, started_at=now)
+    return list(mine.values_list("pk", flat=True))
+
+
 def capture_claim_analysis(*, capture_id: int, stale_before: Any) -> Any:
     """Claim a parsing capture's analysis; the claim's token (its time), or None when
     another analysis holds it (claimed, with a heartbeat newer than `stale_before`)
@@ -140,6 +155,28 @@ def captures_busy_with(*, pairs: list[tuple[int, int]]) -> Capture | None:
         if (capture.host_id, capture.pid) in wanted:
             return capture
     return None
+
+
+def captures_claimed_before(*, captures: list[Capture]) -> dict[int, Capture]:
+    """capture_claimed_before for several captures of one host, in one query: capture
+    id -> the running capture of its PID claimed before it."""
+    if not captures:
+        return {}
+    running = Capture.objects.filter(
+        host_id=captures[0].host_id, pid__in={c.pid for c in captures}, status=Status.RUNNING
+    ).select_related("host")
+    found = {}
+    for capture in captures:
+        for other in running:
+            mine = (capture.started_at, capture.pk)
+            if (
+                other.pid == capture.pid
+                and other.pk != capture.pk
+                and (other.started_at, other.pk) < mine
+            ):
+                found[capture.pk] = other
+                break
+    return found
 
 
 def capture_claimed_before(*, capture: Capture) -> Capture | None:

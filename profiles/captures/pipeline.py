@@ -143,14 +143,21 @@ def capture_execute(*, capture_id: int, analyze: bool = True) -> str:
     return status
 
 
-def capture_refusal(capture: Capture) -> tuple[str, str] | None:
-    """Why a claimed capture must not start py-spy: (cause, message), or None."""
+def capture_refusal(
+    capture: Capture, earlier: dict[int, Capture] | None = None
+) -> tuple[str, str] | None:
+    """Why a claimed capture must not start py-spy: (cause, message), or None.
+    `earlier`: the running captures claimed before each capture of its host, found at
+    once (captures_claimed_before); else asked for this one."""
     if capture.host is None:
         return "host", "The host was deleted."
     own = _own_process_refusal(capture)
     if own is not None:
         return "own_process", own
-    other = capture_claimed_before(capture=capture)
+    if earlier is None:
+        other = capture_claimed_before(capture=capture)
+    else:
+        other = earlier.get(capture.pk)
     if other is not None:
         return "pid_busy", (
             f"capture #{other.pk} ({other.kind}) was already running py-spy on "

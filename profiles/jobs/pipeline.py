@@ -36,7 +36,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from profiles import pyspy
-from profiles.captures.lifecycle import Status, capture_claim, capture_mark_failed
+from profiles.captures.lifecycle import (
+    Status,
+    capture_mark_failed,
+    captures_claim,
+    captures_claimed_before,
+)
 from profiles.captures.pipeline import (
     HEARTBEAT_EVERY_S,
     _record_settings,
@@ -57,6 +62,9 @@ from runs import gpu, remote
 from runs.services import host_target
 
 log = logging.getLogger(__name__)
+GROUP_BEAT_S = 2 * HEARTBEAT_EVERY_S
+"""A host session beats (and reads cancels) this often: a worker holds one per host of
+a job, each beat a query, all under one interpreter lock."""
 STORING_AT_ONCE = 4
 STORING = threading.BoundedSemaphore(STORING_AT_ONCE)
 """Host sessions of this worker process whose results are read and stored at once:
@@ -114,8 +122,9 @@ class _HostSession:
             # Its window starts at the instant: py-spy starts before it, to attach.
             early_s = max(0.0, (self.start_at or 0.0) - time.time())
             rank.sampling_since = time.monotonic() + early_s
-            started = timezone.now() + timezone.timedelta(seconds=early_s)
-            Capture.objects.filter(pk=rank.capture.pk).update(sampling_started_at=started)
+            # Stored with the next beat (a query a rank here, with a thousand ranks,
+            # held up the other sessions), and replaced by the host's clock at the end.
+            rank.capture.sampling_started_at = timezone.now() + timezone.timedelta(seconds=early_s)
         elif "behind in sampling" in line:
             lag = pyspy.analyze_lag("\n".join(rank.lines))
             rank.behind_s = lag["max_behind_s"] if lag else rank.behind_s
@@ -128,16 +137,16 @@ class _HostSession:
         return list(cancelled.values_list("pid", flat=True))
 
     def beat(self) -> bool:
-        """Heartbeat and progress of every capture in one query, once a second."""
+        """Heartbeat and progress of every capture in one query, every GROUP_BEAT_S."""
         now = time.monotonic()
-        if now - self.last_beat < HEARTBEAT_EVERY_S:
+        if now - self.last_beat < GROUP_BEAT_S:
             return False
         self.last_beat = now
         stamp = timezone.now()
         for rank in self.ranks.values():
             rank.capture.heartbeat_at, rank.capture.progress = stamp, rank.progress(now)
         captures = [rank.capture for rank in self.ranks.values()]
-        Capture.objects.bulk_update(captures, ["heartbeat_at", "progress"])
+        Capture.objects.bulk_update(captures, ["heartbeat_at", "progress", "sampling_started_at"])
         return True
 
 
@@ -145,12 +154,12 @@ def _claimed(capture_ids: list[int]) -> list[Capture]:
     """Claim the host's captures; one whose PID another capture claimed first (a
     single capture that raced past the request's 409 check) fails as pid_busy
     instead of starting a second py-spy on that process."""
-    worker = worker_name()
-    ids = [pk for pk in capture_ids if capture_claim(capture_id=pk, worker=worker)]
-    claimed = Capture.objects.filter(pk__in=ids).select_related("host").order_by("pid")
+    ids = captures_claim(capture_ids=capture_ids, worker=worker_name())
+    claimed = list(Capture.objects.filter(pk__in=ids).select_related("host").order_by("pid"))
+    earlier = captures_claimed_before(captures=[c for c in claimed if c.host_id])
     kept = []
     for capture in claimed:
-        refusal = capture_refusal(capture) if capture.host_id else None
+        refusal = capture_refusal(capture, earlier) if capture.host_id else None
         if refusal is None:
             kept.append(capture)
         else:
@@ -220,7 +229,7 @@ def _store_host(
     again = _records_to_take_again(captures, outcome)
     if again:
         _record_again(host, [c for c in captures if c.pid in again], outcome, again)
-    _sampling_starts_from_the_host(captures, outcome, requested_at)
+    _sampling_starts_from_the_host(session, outcome, requested_at)
     parsing = []
     for capture in captures:
         result, said = outcome.results[capture.pid], outcome.logs.get(capture.pid, "")
@@ -232,18 +241,23 @@ def _store_host(
 
 
 def _sampling_starts_from_the_host(
-    captures: list[Capture], outcome: Any, requested_at: datetime
+    session: _HostSession, outcome: Any, requested_at: datetime
 ) -> None:
     """Each rank's `sampling_started_at`: when its first kept sample was taken on the
     host's clock, the scheduled instant or py-spy's sampling line if that came later
     (the worker's reading, set live, also holds ssh's delay and the worker's
     scheduling); across hosts this trusts their clocks to agree, as NTP keeps them.
     And `progress.lead_s`: how long after the request the rank could sample, on this
-    machine's clock (profiles.jobs.schedule learns the next instant from it)."""
-    for capture in captures:
+    machine's clock (profiles.jobs.schedule learns the next instant from it). A host
+    whose clock gave nothing keeps the worker's reading."""
+    for rank in session.ranks.values():
+        capture = rank.capture
         result = outcome.results[capture.pid]
         facts = result.facts if isinstance(result, remote.RecordResult) else {}
         if (at := remote.guard.sampling_at(facts)) is None:
+            if capture.sampling_started_at is not None:
+                started = capture.sampling_started_at
+                Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
             continue
         window = window_at(facts) or at
         started = datetime.fromtimestamp(max(at, window), tz=UTC)

@@ -54,6 +54,9 @@ CLOCK_TRIPS = 3  # `clock` round trips per session; the quickest gives the offse
 LEAST_WINDOW_S = 1.0  # a host that comes up after the window's end still samples this
 STOP_SLACK_S = 3.0  # past T + duration the worker stops a host that did not stop itself
 SPOOL_OVER_BYTES = 1 << 20  # a host's results past this go to a temporary file
+# A scheduled session's host stops itself: the worker wakes less often (lines still
+# come at once), since a worker holds one such session per host.
+SCHEDULED_POLL_S = 0.25
 EXITED = "@@flamedeck-exited@@"  # tagged stdout line: that py-spy closed its stdout
 STOPPED = "Stopped sampling"  # py-spy's line when the process exits (or a stop)
 
@@ -457,7 +460,8 @@ def record_many(
     argv = _wrap(target, ["sh", "-c", script])
     try:
         done = runner.run(
-            argv, stdin_open=True, timeout_s=bound, grace_s=margin_s, poll_s=0.05,
+            argv, stdin_open=True, timeout_s=bound, grace_s=margin_s,
+            poll_s=0.05 if start_at is None else SCHEDULED_POLL_S,
             on_line=watch.on_line, should_stop=watch.should_stop, feed=watch.feed,
             spool_over_bytes=SPOOL_OVER_BYTES,
         )  # fmt: skip
