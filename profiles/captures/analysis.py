@@ -6,12 +6,13 @@ Raw output and log were stored before; a failed analysis keeps them, and its err
 names the parser's reason or the limit that stopped it.
 """
 
-import dataclasses
+import contextlib
 import gzip
 import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,34 @@ def engine_outputs(
     return stats, tree, tables, export_bytes(profile, raw_format, name=title)
 
 
+def all_outputs(
+    path: str,
+    options: pyspy.AnalysisOptions,
+    log_text: str | None,
+    raw_format: str,
+    step_threads: Any,
+    title: str,
+    track_path: str | None,
+) -> tuple[tuple, tuple | None]:
+    """engine_outputs, then timed_outputs when there is a track: one child process
+    for both (a fork and a wait cost more than the engine on a small capture, and a
+    whole job brings a thousand of them)."""
+    outputs = engine_outputs(path, options, log_text, raw_format, step_threads, title)
+    if track_path is None:
+        return outputs, None
+    return outputs, timed_outputs(path, track_path, options, outputs[0]["step_threads"]["names"])
+
+
+@contextlib.contextmanager
+def _track_copy(capture: Capture) -> Iterator[str | None]:
+    """A local path of the capture's time track, or None without one."""
+    if not capture.time_file:
+        yield None
+        return
+    with local_copy(capture.time_file) as path:
+        yield path
+
+
 def timed_outputs(
     path: str, track_path: str, options: pyspy.AnalysisOptions, step_names: list[str]
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
@@ -253,19 +282,9 @@ def _analyze_samples(
     beat = lambda: capture_analysis_beat(capture_id=capture.pk, claim=claim)  # noqa: E731
     options = _options(capture)
     try:
-        with local_copy(capture.raw_file) as path:
-            args = (path, options, log_text, capture.raw_format, steps, title)
-            outputs, usage = budget.run_bounded(engine_outputs, args, on_tick=beat, **limits)
-            if capture.time_file:
-                with local_copy(capture.time_file) as track_path:
-                    names = outputs[0]["step_threads"]["names"]
-                    args = (path, track_path, options, names)
-                    timed, more = budget.run_bounded(timed_outputs, args, on_tick=beat, **limits)
-                usage = dataclasses.replace(
-                    usage,
-                    seconds=usage.seconds + more.seconds,
-                    peak_mb=max(usage.peak_mb, more.peak_mb),
-                )
+        with local_copy(capture.raw_file) as path, _track_copy(capture) as track_path:
+            args = (path, options, log_text, capture.raw_format, steps, title, track_path)
+            (outputs, timed), usage = budget.run_bounded(all_outputs, args, on_tick=beat, **limits)
     except budget.BudgetExceeded:
         _note_usage(capture, {**limits, "stopped": True})
         raise
