@@ -335,3 +335,45 @@ def timed_capture(
     assert capture_analyze(capture=made) == Capture.Status.DONE
     made.refresh_from_db()
     return made
+
+
+# --- a large whole-job capture (issue 47: its answers stay bounded as ranks grow) ------------
+
+
+def large_whole_job(
+    run_: Run,
+    ranks: int,
+    stats_of,  # noqa: ANN001 - rank number -> its stats
+    *,
+    like: Capture,
+    at: datetime | None = None,
+) -> CaptureGroup:
+    """A whole-job capture of `ranks` done ranks (rank-0 …, one process each on the local
+    host), rank r with stats `stats_of(r)` and `like`'s stored tree and time track (the
+    copies of one real rank), its job report stored as the worker stores it."""
+    from profiles.jobs import report as group_report
+
+    group = CaptureGroup.objects.create(run=run_)
+    if at is not None:
+        CaptureGroup.objects.filter(pk=group.pk).update(created_at=at)
+    first = FIRST_PID + 1000 * run_.capture_groups.count()
+    processes = ranked_processes(run_, ranks, first_pid=first)
+    Capture.objects.bulk_create(
+        Capture(
+            run=run_,
+            group=group,
+            process=p,
+            host=p.host,
+            pid=p.pid,
+            status=Capture.Status.DONE,
+            stats={**stats_of(n), "time": like.stats["time"]},
+            progress={"clock_offset_s": 0.001 * (n % 7)},
+            flamegraph_file=like.flamegraph_file.name,
+            time_file=like.time_file.name,
+            raw_file=like.raw_file.name,
+        )
+        for n, p in enumerate(processes)
+    )
+    assert group_report.group_report_update(group_id=group.pk) is not None
+    group.refresh_from_db()
+    return group

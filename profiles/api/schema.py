@@ -30,6 +30,7 @@ from config.api_schema import (
     shape_of,
     typed,
 )
+from profiles.jobs import bounds
 from profiles.models import Capture, CaptureGroup
 from profiles.pyspy import compare as comparing
 from profiles.pyspy import types
@@ -625,6 +626,51 @@ typed(
 )
 
 
+class RankPageSerializer(s.Serializer):
+    """Where an answer's page of ranks lies among all of them (profiles.jobs.bounds)."""
+
+    offset = s.IntegerField(help_text="The first rank on this page, from 0.")
+    limit = s.IntegerField(
+        help_text=f"Ranks a page holds (`?limit=`, default {bounds.RANKS_PER_PAGE})."
+    )
+    total = s.IntegerField(help_text="Ranks there are in all.")
+    next = s.IntegerField(
+        allow_null=True, help_text="The next page's `?offset=` (null: this is the last)."
+    )
+
+
+def rank_page_parameters(what: str, most: int = bounds.MAX_RANKS) -> list[OpenApiParameter]:
+    """`?offset=&limit=`: a page of `what` (profiles.jobs.bounds)."""
+    return [
+        OpenApiParameter("offset", int, description=f"The first of the {what} to carry, from 0."),
+        OpenApiParameter(
+            "limit",
+            int,
+            description=f"How many {what} to carry: 1-{most}, default "
+            f"{bounds.RANKS_PER_PAGE} (a larger job's answer carries a page; ask for the next "
+            "with `offset`).",
+        ),
+    ]
+
+
+class FailedHostSerializer(s.Serializer):
+    """A host whose ranks failed, and why (profiles.jobs.services.failed_hosts)."""
+
+    host = s.CharField(help_text="The host's name.")
+    cause = s.CharField(help_text="The failure cause (error_cause) of its ranks.")
+    error = s.CharField(help_text="The first of those ranks' error.")
+    ranks = s.IntegerField(help_text="How many of its ranks failed so.")
+
+
+class LateHostSerializer(s.Serializer):
+    """A host whose ranks started sampling past the group's instant (a slow ssh, no free
+    capture thread; profiles.jobs.services.late_hosts)."""
+
+    host = s.CharField(help_text="The host's name.")
+    late_s = s.FloatField(help_text="Seconds past the instant its latest rank started.")
+    ranks = s.IntegerField(help_text="How many of its ranks started late.")
+
+
 class GroupSerializer(s.Serializer):
     id = s.IntegerField(help_text="The whole-job capture's id.")
     kind = s.ChoiceField(
@@ -650,11 +696,23 @@ class GroupSerializer(s.Serializer):
     status = s.ChoiceField(GROUP_STATUSES, help_text="Across its processes.")
     start_skew_s = s.FloatField(
         allow_null=True,
-        help_text="Spread of the moments each py-spy began sampling, by each host's clock; "
-        "null until every process has started.",
+        help_text="Spread of the moments each rank's first kept sample was taken (the "
+        "group's instant, or later when it started late), by each host's clock; null until "
+        "every process has started.",
     )
     captures = s.IntegerField(help_text="How many processes.")
-    processes = GroupProcessSerializer(many=True, help_text="One capture per process.")
+    failed_hosts = FailedHostSerializer(
+        many=True, help_text="Per host and cause, its ranks that failed (most first)."
+    )
+    late_hosts = LateHostSerializer(
+        many=True,
+        help_text="Hosts whose ranks started over 0.3 s past the instant, latest first.",
+    )
+    processes = GroupProcessSerializer(
+        many=True,
+        help_text="One capture per process: a page of them (`processes_page`), by role.",
+    )
+    processes_page = RankPageSerializer(help_text="Where `processes` lies among all of them.")
     straggler = StragglerSerializer(
         allow_null=True, help_text="The rank the others wait for (null: none beyond noise)."
     )
@@ -662,7 +720,8 @@ class GroupSerializer(s.Serializer):
     findings = FindingSerializer(many=True, help_text="The job's findings (docs/findings.md).")
     workers = s.DictField(
         child=shape_of(rank_workers.WorkerStats)(),
-        help_text="Rank name -> its DataLoader workers (its child processes), never ranks.",
+        help_text="Rank name -> its DataLoader workers (its child processes), never ranks; "
+        "for the ranks of `processes`.",
     )
     wait_model = shape_of(types.WaitModel)(
         allow_null=True,
@@ -763,9 +822,19 @@ class LiveReportSerializer(s.Serializer):
     findings = FindingSerializer(many=True, help_text="The job's findings.")
     straggler = StragglerSerializer(allow_null=True, help_text="The rank the others wait for.")
     classes = JobClassSerializer(many=True, help_text="Ranks that behave alike.")
-    ranks = LiveRankSerializer(many=True, help_text="Each rank's step-thread states.")
-    without_samples = s.ListField(child=s.CharField(), help_text="Ranks with no samples.")
-    urls = s.DictField(child=s.CharField(), help_text="Rank name -> its capture's page.")
+    ranks = LiveRankSerializer(
+        many=True, help_text="The step-thread states of the ranks of `rows` (a page)."
+    )
+    ranks_total = s.IntegerField(help_text="Ranks with samples in the report, in all.")
+    without_samples = s.ListField(
+        child=s.CharField(),
+        help_text=f"Ranks with no samples (the first {bounds.RANKS_PER_PAGE}).",
+    )
+    without_samples_total = s.IntegerField(help_text="Ranks with no samples, in all.")
+    urls = s.DictField(
+        child=s.CharField(),
+        help_text="Rank name -> its capture's page, for the ranks this answer names.",
+    )
     same_window = s.BooleanField(help_text="Every py-spy began within a second of the others.")
     start_skew_s = s.FloatField(allow_null=True, help_text="Spread of the sampling starts.")
 
@@ -816,6 +885,19 @@ class LiveGpuSerializer(s.Serializer):
     gpu = shape_of(GpuTimeline)(allow_null=True, help_text="The host's GPUs (null: none).")
 
 
+class LiveFlameSerializer(s.Serializer):
+    """A process the page's merged flamegraph offers."""
+
+    id = s.IntegerField(help_text="Its capture's id (`?capture=` of the flamegraph).")
+    label = s.CharField(help_text="host:pid and role.")
+    url = s.CharField(help_text="Its capture's page.")
+    alike = s.IntegerField(
+        allow_null=True,
+        help_text="The ranks of its class it stands for (a large job: one rank of each "
+        "class); null: itself only.",
+    )
+
+
 class LiveSerializer(s.Serializer):
     group = s.IntegerField(help_text="The whole-job capture's id.")
     kind = s.ChoiceField(GROUP_KINDS, help_text="record, or dump (Dump all ranks).")
@@ -828,12 +910,21 @@ class LiveSerializer(s.Serializer):
     states = s.ListField(
         child=s.ChoiceField(STATES), help_text="State columns shown, in STATES order."
     )
-    rows = LiveRowSerializer(many=True, help_text="One per process.")
+    rows = LiveRowSerializer(many=True, help_text="One per process: a page of them, by role.")
+    rows_page = RankPageSerializer(help_text="Where `rows` lies among all the processes.")
+    counts = s.DictField(child=s.IntegerField(), help_text="Processes per status, in all.")
+    flame = LiveFlameSerializer(
+        many=True,
+        help_text=f"The processes with samples the merged flamegraph offers: every one, or "
+        f"past {bounds.FLAMEGRAPH_PROCESSES} one rank of each class.",
+    )
     report = LiveReportField(
         help_text="The stored whole-job report once every process ended, else the reason."
     )
     skipped = SkippedSerializer(many=True, help_text="Processes skipped (exited).")
-    processes = LiveGpuSerializer(many=True, help_text="GPU timelines, once final.")
+    processes = LiveGpuSerializer(
+        many=True, help_text="GPU timelines of the processes of `rows`, once final."
+    )
 
 
 # --- compare two captures ---------------------------------------------------------------
@@ -1022,28 +1113,43 @@ def run_capture_all(settings_serializer):
 
 group_detail = extend_schema(
     summary="A whole-job capture",
-    description="Its processes' captures, and once every rank has ended the stored job "
-    "report: straggler, classes of ranks and findings (a dump: `stacks`). `report_status` "
-    "tells an empty report from one not computed yet.",
-    responses={200: GroupSerializer, **errors(*READ_ERRORS)},
+    description="Its processes' captures, a page at a time (`processes_page`), and once "
+    "every rank has ended the stored job report: straggler, classes of ranks and findings "
+    "(a dump: `stacks`). `report_status` tells an empty report from one not computed yet.",
+    parameters=rank_page_parameters("processes"),
+    responses={200: GroupSerializer, **errors(400, *READ_ERRORS)},
     tags=GROUPS,
 )
 
 group_flamegraph = extend_schema(
     summary="Its merged flamegraph",
     description="The ranks' stored trees merged under one root, each rank a child; "
-    "`?capture=` keeps only those captures.",
+    "`?capture=` keeps only those captures. A job with more than "
+    f"{bounds.FLAMEGRAPH_PROCESSES} processes with samples gives, without `?capture=`, one "
+    "rank of each class of its report (the straggler for its class), each under a node "
+    "naming its class and how many ranks it stands for. At most "
+    f"{bounds.FLAMEGRAPH_PROCESSES} nodes; the tree is pruned to 8192.",
     parameters=[
-        OpenApiParameter("capture", int, many=True, description="Only these captures' ids.")
+        OpenApiParameter(
+            "capture",
+            int,
+            many=True,
+            description=f"Only these captures' ids (at most {bounds.FLAMEGRAPH_PROCESSES}).",
+        )
     ],
-    responses={200: OpenApiResponse(FlameNodeSerializer, "The tree."), **errors(*READ_ERRORS)},
+    responses={
+        200: OpenApiResponse(FlameNodeSerializer, "The tree."),
+        **errors(400, *READ_ERRORS),
+    },
     tags=GROUPS,
 )
 
 group_live = extend_schema(
     summary="The whole-job capture page's live numbers",
-    description="What the whole-job capture page polls every second until `final`.",
-    responses={200: LiveSerializer, **errors(*READ_ERRORS)},
+    description="What the whole-job capture page polls every second until `final`: every "
+    "process counted, a page of them in `rows` with their ranks' report.",
+    parameters=rank_page_parameters("processes"),
+    responses={200: LiveSerializer, **errors(400, *READ_ERRORS)},
     tags=GROUPS,
 )
 

@@ -24,8 +24,16 @@ from config.api import api
 from config.api_schema import READ_ERRORS, errors, shape_of, typed
 from config.params import parse_float
 from profiles import pyspy
-from profiles.api.schema import FindingSerializer, State
+from profiles.api.schema import (
+    FindingSerializer,
+    RankPageSerializer,
+    State,
+    rank_page_parameters,
+)
 from profiles.captures import redact, timelines
+from profiles.jobs import roster
+from profiles.jobs import timeline as job_timeline
+from profiles.jobs.bounds import RANKS_PER_PAGE, TIMELINE_MAX_RANKS
 from profiles.models import Capture, CaptureGroup
 from profiles.pyspy import types
 
@@ -75,27 +83,43 @@ class TimelineMissingRankSerializer(s.Serializer):
     reason = s.CharField(help_text="Why it has no timeline (its status, or the reason).")
 
 
+class TimelineClassSerializer(s.Serializer):
+    """A class of ranks of the stored job report (`?class=` its index, from 0)."""
+
+    label = s.CharField(help_text="What its ranks do alike.")
+    ranks = s.IntegerField(help_text="How many ranks it has.")
+
+
 typed(
     types.AlignedRank,
     {
         "name": "The rank's role (or `pid N`).",
         "capture": "Its capture's id.",
+        "clock": "Its first and last samples, epoch seconds on its host's clock.",
         "offset_s": "Seconds added to its host's clock.",
         "threads": "Each thread sampled in every round.",
         "untimed": "Threads that cannot be placed in time.",
     },
-    hints={"capture": int},
+    hints={"capture": int, "clock": list[float]},
     name="TimelineRank",
 )
 GroupTimelineSerializer = typed(
     types.AlignedTimeline,
     {
-        "start": "Epoch seconds on the server's clock where bucket 0 starts.",
+        "start": "Epoch seconds on the server's clock where bucket 0 starts (the job's "
+        "first sample: the same on every page).",
         "bucket_s": "Seconds per bucket.",
-        "ranks": "Each rank with time, in capture order.",
-        "missing": "Ranks without time, and why.",
+        "ranks": "The page's ranks with time (capture order; past one page the straggler "
+        "and one rank of each class first).",
+        "missing": "The page's ranks without time, and why.",
+        "page": "Where the page lies among the ranks asked for (all, a class, or named).",
+        "classes": "The stored report's classes of ranks (empty before the report).",
     },
-    hints={"missing": list[TimelineMissingRankSerializer]},
+    hints={
+        "missing": list[TimelineMissingRankSerializer],
+        "page": RankPageSerializer,
+        "classes": list[TimelineClassSerializer],
+    },
     name="GroupTimeline",
 )
 WindowThreadSerializer = typed(
@@ -198,15 +222,35 @@ def capture_window(request, pk: int):
 @extend_schema(
     summary="A whole-job capture's ranks on one clock",
     description="Each rank's timeline, its host's clock moved by the offset measured when "
-    "its session started; ranks without time under `missing` with the reason.",
-    parameters=[_BUCKET],
-    responses={200: GROUP_TIMELINE, 409: NO_TIME, **errors(*READ_ERRORS)},
+    "its session started; ranks without time under `missing` with the reason. A page of "
+    f"ranks at a time (at most {TIMELINE_MAX_RANKS}, default {RANKS_PER_PAGE}): every "
+    "rank, one class's (`class`) or those named (`ranks`); the buckets cover the whole "
+    "job on every page.",
+    parameters=[
+        _BUCKET,
+        OpenApiParameter(
+            "ranks",
+            str,
+            description="Only these ranks, comma-separated role names (at most "
+            f"{TIMELINE_MAX_RANKS}).",
+        ),
+        OpenApiParameter(
+            "class",
+            int,
+            description="Only the ranks of this class of the stored report (its index in "
+            "`classes`, from 0).",
+        ),
+        *rank_page_parameters("ranks", TIMELINE_MAX_RANKS),
+    ],
+    responses={200: GROUP_TIMELINE, 409: NO_TIME, **errors(400, *READ_ERRORS)},
     tags=TIME,
 )
 @api(["GET"])
 def group_timeline(request, pk: int):
-    group = get_object_or_404(CaptureGroup, pk=pk)
+    group = get_object_or_404(roster.without_report(CaptureGroup.objects), pk=pk)
     params = request.query_params
     return _answer(
-        request, lambda: timelines.group_timeline(group, _bucket(params)), group.captures.all()
+        request,
+        lambda: job_timeline.group_timeline(group, _bucket(params), params),
+        roster.redaction_captures(group),
     )

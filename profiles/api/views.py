@@ -1,6 +1,7 @@
 """JSON API for captures (contract 3)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
@@ -12,6 +13,7 @@ from config.middleware import refusal
 from config.params import parse_id, parse_int, query_ids, query_int
 from profiles.api import schema, time_views
 from profiles.captures import redact, selectors, services
+from profiles.jobs import bounds, merged, roster
 from profiles.jobs import selectors as group_selectors
 from profiles.jobs import services as jobs
 from profiles.models import Capture, CaptureGroup
@@ -202,28 +204,41 @@ def capture_import(request):
     return Response(body, status=status.HTTP_201_CREATED)
 
 
-def group_json(group: CaptureGroup) -> dict:
-    captures = selectors.group_captures(group=group)
+def group_json(group: CaptureGroup, params=None) -> dict:
+    """The group with a page of its processes (`?offset=&limit=`, profiles.jobs.bounds)."""
+    summary = jobs.group_summary(group)
+    page = bounds.page_from(params or {}, summary["captures"])
+    captures = group_process_page(group, page)
     return {
         "id": group.pk,
         "run": group.run_id,
         "scheduled": group.scheduled,
-        **jobs.group_summary(group),
+        **summary,
         "processes": [
             {
                 **capture_json(c, stats=False),
                 "role": c.process.role if c.process else "",
-                "verdict": None if c.kind == Capture.Kind.DUMP else c.lag_verdict,
+                "verdict": None if c.kind == Capture.Kind.DUMP else c.stats_verdict,
             }
             for c in captures
         ],
-        **group_selectors.group_report_fields(group),
+        "processes_page": page.as_json(),
+        **group_selectors.group_report_fields(group, {c.pk for c in captures}),
     }
 
 
-def _group_for_viewer(group: CaptureGroup, user) -> dict:
-    captures = group.captures.select_related("host").defer("stats")
-    return redact.for_viewer(group_json(group), user=user, captures=captures)
+def group_process_page(group: CaptureGroup, page: bounds.Page) -> list[Capture]:
+    """A page of the group's captures without their stats (their lag verdict read in
+    the database) or GPU samples."""
+    captures = roster.ordered(group.captures.select_related("host", "process"))
+    verdict = KeyTextTransform("verdict", KeyTransform("lag", "stats"))
+    captures = captures.defer("stats", "gpu_samples").annotate(stats_verdict=verdict)
+    return list(captures.filter(pk__in=roster.page_ids(group, page)))
+
+
+def _group_for_viewer(group: CaptureGroup, user, params=None) -> dict:
+    captures = roster.redaction_captures(group)
+    return redact.for_viewer(group_json(group, params), user=user, captures=captures)
 
 
 @schema.run_capture_all(JobCaptureSettingsSerializer)
@@ -249,7 +264,8 @@ def run_capture_all(request, pk: int):
 @schema.group_detail
 @api(["GET"])
 def group_detail(request, pk: int):
-    return Response(_group_for_viewer(get_object_or_404(CaptureGroup, pk=pk), request.user))
+    group = get_object_or_404(CaptureGroup, pk=pk)
+    return Response(_group_for_viewer(group, request.user, request.query_params))
 
 
 @schema.group_live
@@ -257,16 +273,19 @@ def group_detail(request, pk: int):
 def group_live(request, pk: int):
     """The group page's numbers; the page polls it until every process has ended."""
     group = get_object_or_404(CaptureGroup.objects.select_related("run", "requested_by"), pk=pk)
-    return Response(group_selectors.page_for_viewer(group, request.user))
+    return Response(group_selectors.page_for_viewer(group, request.user, request.query_params))
 
 
 @schema.group_flamegraph
 @api(["GET"])
 def group_flamegraph(request, pk: int):
-    group = get_object_or_404(CaptureGroup, pk=pk)
-    only = query_ids(request.query_params, "capture") or None
-    captures = selectors.group_captures(group=group)
-    tree = selectors.group_flamegraph(captures=captures, only=only)
+    group = get_object_or_404(roster.without_report(CaptureGroup.objects), pk=pk)
+    only = query_ids(request.query_params, "capture")
+    if len(only) > bounds.FLAMEGRAPH_PROCESSES:
+        most = bounds.FLAMEGRAPH_PROCESSES
+        raise ValidationError({"capture": f"at most {most} captures in one merged flamegraph"})
+    tree = merged.group_flamegraph(group, only)
+    captures = roster.redaction_captures(group)
     return Response(redact.for_viewer(tree, user=request.user, captures=captures))
 
 

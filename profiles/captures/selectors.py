@@ -170,9 +170,9 @@ def capture_stats(*, capture: Capture, threads: list[str] | None = None) -> dict
 
 
 def group_captures(*, group: CaptureGroup) -> list[Capture]:
-    captures = group.captures.select_related("host", "process")
-    if group.kind == "dump":  # its rows need no stats: each holds every dump of a rank
-        captures = captures.defer("stats")
+    """The group's captures in page order, for reading their files: without their
+    stats (a 1,024-rank job's are tens of megabytes) or GPU samples."""
+    captures = group.captures.select_related("host", "process").defer("stats", "gpu_samples")
     return list(captures.order_by("process__role", "pk"))
 
 

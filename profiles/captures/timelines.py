@@ -1,6 +1,6 @@
-"""Reads of a capture's time: its timeline, a window of it, and a whole-job capture's
-ranks on one clock (`GET /api/captures/<id>/timeline/`, `…/flamegraph/?from=&to=`,
-`…/window/`, `GET /api/groups/<id>/timeline/`).
+"""Reads of a capture's time: its timeline and a window of it
+(`GET /api/captures/<id>/timeline/`, `…/flamegraph/?from=&to=`, `…/window/`); a
+whole-job capture's ranks on one clock (profiles.jobs.timeline) read each rank here.
 
 They read what the analysis stored: the time track, which holds each record's state
 (profiles.pyspy.timed.with_states), so nothing is classified again here and a timeline
@@ -17,10 +17,10 @@ from django.conf import settings
 
 from profiles import pyspy
 from profiles.captures import budget
-from profiles.models import Capture, CaptureGroup
+from profiles.models import Capture
 from profiles.pyspy.reading import read_text
 from profiles.pyspy.timed import TimedCapture
-from profiles.pyspy.timeline import aligned_timelines, timeline
+from profiles.pyspy.timeline import timeline
 from profiles.pyspy.timetrack import TimeUnavailable, load_track
 from profiles.pyspy.window import window_flamegraph, window_states, window_text
 from profiles.storage.files import local_copy
@@ -38,8 +38,8 @@ def timed_capture(capture: Capture, *, text: bool = True) -> TimedCapture:
     the reason. A timeline needs only the track, whose stored states say each sample's
     state: without `text` the raw text is read only for a track stored before states
     were kept in it."""
-    time_info = (capture.stats or {}).get("time") or {}
     if not capture.time_file:
+        time_info = (capture.stats or {}).get("time") or {}
         raise NoTime(time_info.get("reason") or "this capture keeps no time")
     try:
         with capture.time_file.open("rb") as fh:
@@ -104,31 +104,3 @@ def window_analysis(capture: Capture, from_s: float, to_s: float) -> dict[str, A
         "rest": [dict(t) for t in window_states(timed, from_s, to_s, rest=True)],
         **stats,
     }
-
-
-def group_timeline(group: CaptureGroup, bucket_s: float | None) -> dict[str, Any]:
-    """Every rank with time on one clock: each host's offset, measured when its session
-    started, moves its samples (profiles.pyspy.timeline.aligned_timelines). Ranks
-    without time are listed with the reason."""
-    ranks, missing = [], []
-    captures = group.captures.select_related("process").order_by("pk")
-    for capture in captures:
-        label = capture.process.role if capture.process_id and capture.process.role else None
-        label = label or f"pid {capture.pid}"
-        if capture.kind != Capture.Kind.RECORD or capture.status != Capture.Status.DONE:
-            missing.append({"name": label, "capture": capture.pk, "reason": capture.status})
-            continue
-        try:
-            timed = timed_capture(capture, text=False)
-        except NoTime as exc:
-            missing.append({"name": label, "capture": capture.pk, "reason": str(exc)})
-            continue
-        offset = float((capture.progress or {}).get("clock_offset_s") or 0.0)
-        ranks.append((label, timed, offset, capture.pk))
-    if not ranks:
-        raise NoTime("no rank of this whole-job capture has a timeline")
-    aligned = dict(aligned_timelines([(name, t, off) for name, t, off, _ in ranks], bucket_s))
-    for row, (_, _, _, pk) in zip(aligned["ranks"], ranks, strict=True):
-        row["capture"] = pk
-    aligned["missing"] = missing
-    return aligned

@@ -23,8 +23,9 @@ from config.api import api
 from config.params import parse_id
 from profiles.captures import redact
 from profiles.compare import groups_schema as schema
+from profiles.jobs import bounds, roster
 from profiles.models import Capture, CaptureGroup
-from profiles.pyspy.job_compare import compare_jobs, rank_functions
+from profiles.pyspy.job_compare import compare_jobs, compared_classes, rank_functions
 
 
 class Incomparable(ValueError):
@@ -50,16 +51,40 @@ def pair(a_id: int, b_id: int) -> tuple[CaptureGroup, CaptureGroup]:
     return a, b
 
 
-def group_comparison(a: CaptureGroup, b: CaptureGroup) -> dict[str, Any]:
-    """The engine's comparison, with the two captures named (`groups`)."""
-    result = compare_jobs(a.job_report, b.job_report, _functions(a), _functions(b))
+def group_comparison(a: CaptureGroup, b: CaptureGroup, params: Any = None) -> dict[str, Any]:
+    """The engine's comparison, with the two captures named (`groups`): every role's
+    states pooled, per class and overall, and a page of roles compared one by one
+    (`?offset=&limit=`, profiles.jobs.bounds; past one page the stragglers lead);
+    the functions pooled over at most FUNCTION_RANKS_PER_CLASS ranks of each class."""
+    report_a, report_b = a.job_report, b.job_report
+    names_a = {r["name"] for r in report_a.get("ranks") or []}
+    shared = [r["name"] for r in report_b.get("ranks") or [] if r["name"] in names_a]
+    page = bounds.page_from(params or {}, len(shared))
+    stragglers = [(report.get("straggler") or {}).get("name") for report in (report_b, report_a)]
+    order = bounds.lead_order(shared, stragglers) if len(shared) > page.limit else shared
+    pooled = [
+        (label, bounds.spread(names, bounds.FUNCTION_RANKS_PER_CLASS, keep=stragglers))
+        for label, names in compared_classes(report_b, report_a)
+    ]
+    wanted = {name for _, names in pooled for name in names}
+    result = compare_jobs(
+        report_a,
+        report_b,
+        _functions(a, wanted),
+        _functions(b, wanted),
+        roles=page.of(order),
+        function_classes=pooled,
+    )
+    result["roles_page"] = page.as_json()
     result["groups"] = {"a": _summary(a), "b": _summary(b)}
     return result
 
 
-def _functions(group: CaptureGroup) -> dict[str, Any]:
-    """{rank name: its step-thread functions}, reading only the two keys it needs."""
-    names = {pk: name for name, pk in (group.job_report.get("captures") or {}).items()}
+def _functions(group: CaptureGroup, wanted: set[str]) -> dict[str, Any]:
+    """{rank name: its step-thread functions} of the `wanted` ranks, reading only the
+    two keys it needs."""
+    captures = group.job_report.get("captures") or {}
+    names = {pk: name for name, pk in captures.items() if name in wanted}
     rows = Capture.objects.filter(group=group, pk__in=names).values_list(
         "pk", "stats__step_threads", "stats__thread_functions"
     )
@@ -94,7 +119,7 @@ def _ids(params: Any) -> tuple[int, int]:
 
 
 def _captures(*groups: CaptureGroup) -> QuerySet[Capture]:
-    return Capture.objects.filter(group__in=groups).select_related("host").only("host")
+    return roster.redaction_captures(*groups)
 
 
 @schema.compare_groups
@@ -107,8 +132,28 @@ def compare_groups_api(request) -> Response:
         raise NotFound(str(exc)) from exc
     except Incomparable as exc:
         raise ValidationError({"detail": str(exc)}) from exc
-    result = group_comparison(a, b)
+    result = group_comparison(a, b, request.query_params)
     return Response(redact.for_viewer(result, user=request.user, captures=_captures(a, b)))
+
+
+def _pager(request: HttpRequest, page: dict[str, Any]) -> dict[str, Any] | None:
+    """The page's links to the previous and next roles, when they do not fit one page."""
+    if page["total"] <= page["limit"]:
+        return None
+    query = request.GET.copy()
+
+    def link(offset: int) -> str:
+        query["offset"] = str(offset)
+        return f"?{query.urlencode()}"
+
+    start, limit = page["offset"], page["limit"]
+    return {
+        "first": start + 1,
+        "last": min(page["total"], start + limit),
+        "total": page["total"],
+        "previous": link(max(0, start - limit)) if start > 0 else None,
+        "next": link(page["next"]) if page["next"] is not None else None,
+    }
 
 
 @require_GET
@@ -120,11 +165,13 @@ def compare_groups(request: HttpRequest) -> HttpResponse:
         first = parse_id(request.GET.get("a"), name="a") if request.GET.get("a") else None
     except DjangoValidationError:
         first = None
-    anchor = CaptureGroup.objects.select_related("run").filter(pk=first).first() if first else None
+    # The anchor and the choices are named, not compared: their reports stay unread.
+    light = CaptureGroup.objects.defer("job_report", "stacks")
+    anchor = light.select_related("run").filter(pk=first).first() if first else None
     if anchor is not None:
         context["anchor"] = anchor
         choices = list(
-            CaptureGroup.objects.filter(run=anchor.run, kind="record")
+            light.filter(run=anchor.run, kind="record")
             .exclude(pk=anchor.pk)
             .order_by("-created_at")[:50]
         )
@@ -135,7 +182,7 @@ def compare_groups(request: HttpRequest) -> HttpResponse:
     if request.GET.get("b"):
         try:
             a, b = pair(*_ids(request.GET))
-            result = group_comparison(a, b)
+            result = group_comparison(a, b, request.GET)
             result = redact.for_viewer(result, user=request.user, captures=_captures(a, b))
             findings = result["findings"]
             context.update(
@@ -143,6 +190,7 @@ def compare_groups(request: HttpRequest) -> HttpResponse:
                 a=a,
                 b=b,
                 findings_groups=[(k, findings[k]) for k in ("new", "resolved", "persisting")],
+                roles_pager=_pager(request, result["roles_page"]),
             )
         except CaptureGroup.DoesNotExist as exc:
             context["problem"], status = str(exc), 404

@@ -8,7 +8,14 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers as s
 
 from config.api_schema import READ_ERRORS, errors, shape_of, typed
-from profiles.api.schema import VERDICT, State, StragglerSerializer
+from profiles.api.schema import (
+    VERDICT,
+    RankPageSerializer,
+    State,
+    StragglerSerializer,
+    rank_page_parameters,
+)
+from profiles.jobs import bounds
 from profiles.pyspy import compare as comparing
 from profiles.pyspy import job_compare, types
 
@@ -36,6 +43,14 @@ typed(
         "states": "Its step threads' states.",
     },
 )
+typed(
+    job_compare.ClassChange,
+    {
+        "label": "The class of ranks (the later capture's classes).",
+        "roles": "Its roles both captures have, pooled.",
+        "states": "Its step threads' states, pooled over those roles.",
+    },
+)
 FindingChangeSerializer = typed(
     job_compare.FindingChange,
     {
@@ -50,7 +65,8 @@ typed(
     job_compare.FunctionChange,
     {
         "label": "The class of ranks (the later capture's classes).",
-        "ranks": "Its ranks.",
+        "ranks": f"Its ranks pooled (at most {bounds.FUNCTION_RANKS_PER_CLASS}, spread over "
+        "the class, its straggler kept).",
         "function": "A function of the user's code, `name (file.py)`.",
         "frame": "Its line seen most, `name (file.py:line)`.",
         "a_percent": "Share of the class's step-thread samples before.",
@@ -97,8 +113,16 @@ class GroupSidesSerializer(s.Serializer):
 class GroupComparisonSerializer(s.Serializer):
     """profiles.compare.groups.group_comparison: the engine's compare_jobs, named."""
 
-    roles = shape_of(job_compare.RoleChange)(many=True, help_text="Every role both captures have.")
+    roles = shape_of(job_compare.RoleChange)(
+        many=True,
+        help_text="The roles both captures have, a page of them (`roles_page`; past one page "
+        "the stragglers first).",
+    )
+    roles_page = RankPageSerializer(help_text="Where `roles` lies among all shared roles.")
     pooled = PooledSerializer(help_text="All shared roles' step threads pooled.")
+    classes = shape_of(job_compare.ClassChange)(
+        many=True, help_text="Per class of ranks, its shared roles' step threads pooled."
+    )
     only_a = s.ListField(child=s.CharField(), help_text="Roles only the earlier one has.")
     only_b = s.ListField(child=s.CharField(), help_text="Roles only the later one has.")
     straggler = StragglerPairSerializer(help_text="The straggler before and after.")
@@ -112,14 +136,15 @@ class GroupComparisonSerializer(s.Serializer):
 compare_groups = extend_schema(
     summary="Compare two whole-job captures",
     description="Ranks aligned by role, before (the earlier, `a`) and after (`b`): per "
-    "role and pooled over the step threads, each state's share with the difference, its "
-    "95% interval and verdict; the straggler before and after; findings resolved, new "
-    "and persisting by rule and rank; the user functions that moved most per class of "
-    "ranks. Roles only one side has are listed apart. 400 when either is a dump or has "
-    "no report yet.",
+    "role (a page of roles), per class of ranks and pooled over the step threads, each "
+    "state's share with the difference, its 95% interval and verdict; the straggler before "
+    "and after; findings resolved, new and persisting by rule and rank; the user functions "
+    "that moved most per class of ranks. Roles only one side has are listed apart. 400 "
+    "when either is a dump or has no report yet.",
     parameters=[
         OpenApiParameter("a", int, required=True, description="A whole-job capture's id."),
         OpenApiParameter("b", int, required=True, description="The other's (order is by time)."),
+        *rank_page_parameters("roles compared one by one"),
     ],
     responses={
         200: OpenApiResponse(GroupComparisonSerializer, "The comparison."),

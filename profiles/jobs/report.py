@@ -130,7 +130,30 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     # Rank name -> capture id: the page links each rank, and the frames of its
     # explanation, to that rank's capture without knowing how names were made.
     report["captures"] = {name: pk for pk, name in names.items()}
+    # Each rank's clock: the whole-job timeline spans the job from these without opening
+    # every rank's stats (profiles.jobs.timeline).
+    report["clocks"] = rank_clocks(captures, names)
     return report
+
+
+def rank_clocks(captures: list[Capture], names: dict[int, str]) -> dict[str, list[float]]:
+    """Per rank name that keeps time: [its first sample, its last sample (host epoch
+    seconds), its rate, the seconds added to its host's clock to read the server's]."""
+    clocks = {}
+    for capture in captures:
+        time = (capture.stats or {}).get("time") or {}
+        clock = [time.get(key) for key in ("start", "end", "rate")]
+        if capture.status != Capture.Status.DONE or not time.get("available"):
+            continue
+        if all(_number(value) for value in clock):
+            progress = capture.progress if isinstance(capture.progress, dict) else {}
+            offset = progress.get("clock_offset_s")
+            clocks[names[capture.pk]] = [*clock, offset if _number(offset) else 0.0]
+    return clocks
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def rank_layouts(captures: list[Capture], names: dict[int, str]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def _get_group_for_user(user, pk: int) -> CaptureGroup:
 @require_GET
 def group_detail(request, pk: int):
     group = _get_group_for_user(request.user, pk)
-    page = group_selectors.page_for_viewer(group, request.user)
+    page = group_selectors.page_for_viewer(group, request.user, request.GET)
     context = {
         "group": group,
         "page": page,

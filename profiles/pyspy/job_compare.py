@@ -16,6 +16,8 @@ samples, so 64 ranks against 64 is a few thousand additions.
   samples over them, pooled over ranks by samples.
 - Findings by rule and rank: `resolved` (a rule held on a rank before, not after),
   `new`, `persisting`.
+- Classes: per class of ranks (the after capture's classes), the states of its step
+  threads pooled, as for every shared role (`classes`).
 - Functions: per class of ranks (the after capture's classes), the user functions
   whose share of the class's step-thread samples moved most, beyond noise.
 """
@@ -58,6 +60,12 @@ class RoleChange(TypedDict):
     states: list[StateChange]
 
 
+class ClassChange(TypedDict):
+    label: str
+    roles: int
+    states: list[StateChange]
+
+
 class FindingChange(TypedDict):
     rule: str
     title: str
@@ -82,39 +90,67 @@ def compare_jobs(
     b: Mapping[str, Any],
     functions_a: Mapping[str, RankFunctions] | None = None,
     functions_b: Mapping[str, RankFunctions] | None = None,
+    *,
+    roles: Sequence[str] | None = None,
+    function_classes: Sequence[tuple[str, list[str]]] | None = None,
 ) -> dict[str, Any]:
-    """The whole-job comparison of report `a` (before) and `b` (after): module doc."""
+    """The whole-job comparison of report `a` (before) and `b` (after): module doc.
+
+    `roles`: the shared roles to compare one by one, in that order (default: every
+    shared role; `pooled` and `classes` always pool them all); `function_classes`:
+    (label, ranks) whose functions are pooled (default: compared_classes, every rank)."""
     ranks_a = {r["name"]: r for r in a.get("ranks") or []}
     ranks_b = {r["name"]: r for r in b.get("ranks") or []}
     shared = [name for name in ranks_b if name in ranks_a]
     captures_a, captures_b = a.get("captures") or {}, b.get("captures") or {}
-    roles: list[RoleChange] = [
+    shown = shared if roles is None else [r for r in roles if r in ranks_a and r in ranks_b]
+    by_role: list[RoleChange] = [
         {
             "role": name,
             "a": captures_a.get(name),
             "b": captures_b.get(name),
             "states": state_changes([ranks_a[name]], [ranks_b[name]]),
         }
-        for name in shared
+        for name in shown
     ]
+    classes = compared_classes(b, a)
     return {
-        "roles": roles,
+        "roles": by_role,
         "pooled": {
             "roles": len(shared),
             "states": state_changes([ranks_a[n] for n in shared], [ranks_b[n] for n in shared]),
         },
+        "classes": [
+            ClassChange(
+                label=label,
+                roles=len(names),
+                states=state_changes([ranks_a[n] for n in names], [ranks_b[n] for n in names]),
+            )
+            for label, names in classes
+        ],
         "only_a": [name for name in ranks_a if name not in ranks_b],
         "only_b": [name for name in ranks_b if name not in ranks_a],
         "straggler": {"a": a.get("straggler"), "b": b.get("straggler")},
         "findings": finding_changes(a.get("findings") or [], b.get("findings") or []),
         "functions": function_changes(
-            _classes(b, a, set(shared)),
+            classes if function_classes is None else function_classes,
             functions_a or {},
             functions_b or {},
             _effects(ranks_a),
             _effects(ranks_b),
         ),
     }
+
+
+def compared_classes(
+    after: Mapping[str, Any], before: Mapping[str, Any]
+) -> list[tuple[str, list[str]]]:
+    """(label, ranks) of the classes the comparison pools by: the after report's classes
+    (the before one's when the after has none), keeping the roles both reports have;
+    one class of every shared role when neither has classes."""
+    names_a = {r["name"] for r in before.get("ranks") or []}
+    shared = {r["name"] for r in after.get("ranks") or [] if r["name"] in names_a}
+    return _classes(after, before, shared)
 
 
 def state_changes(

@@ -132,21 +132,32 @@ def _thread(capture: TimedCapture, thread, edges: list[int]) -> TimelineThread: 
 
 
 def aligned_timelines(
-    ranks: Sequence[tuple[str, TimedCapture, float]], bucket_s: float | None = None
+    ranks: Sequence[tuple[str, TimedCapture, float]],
+    bucket_s: float | None = None,
+    *,
+    span: tuple[float, float, float] | None = None,
 ) -> AlignedTimeline:
     """Several ranks' timelines on one clock: (name, capture, offset) per rank, the offset
-    being the seconds to add to that host's clock to read the reference clock."""
-    if not ranks:
+    being the seconds to add to that host's clock to read the reference clock.
+
+    `span`: (first sample, last sample, lowest rate) of a larger job these ranks are a
+    page of, on the reference clock; the buckets then cover it all, so every page of the
+    job has the same `start` and buckets (and a page may hold no rank)."""
+    if not ranks and span is None:
         raise ProfileError("no rank has a timeline")
     for name, _, offset in ranks:
         if isinstance(offset, bool) or not isinstance(offset, int | float):
             raise ProfileError(f"{name}: its clock offset is not a number")
         if not math.isfinite(offset):
             raise ProfileError(f"{name}: its clock offset is {offset!r}")
-    origin = min(c.track.start + off for _, c, off in ranks)
-    stop = max(c.track.end + off for _, c, off in ranks)
+    starts = [c.track.start + off for _, c, off in ranks]
+    stops = [c.track.end + off for _, c, off in ranks]
+    rates = [c.track.rate for _, c, _ in ranks]
+    if span is not None:
+        starts, stops, rates = [*starts, span[0]], [*stops, span[1]], [*rates, span[2]]
+    origin, stop = min(starts), max(stops)
     if bucket_s is None:
-        bucket_s = default_bucket(stop - origin, min(c.track.rate for _, c, _ in ranks))
+        bucket_s = default_bucket(stop - origin, min(rates))
     count = bucket_count(stop - origin, bucket_s)
     rows = []
     for name, capture, offset in ranks:

@@ -1,8 +1,10 @@
 // Whole-job capture page: every process side by side, live until every process ends
 // (polling the group's JSON), the straggler marked from the stored whole-job report,
 // that report (group_evidence.js), and the merged flamegraph of the processes
-// that have samples. Every text from the server goes in as text (frame names and
-// errors are untrusted).
+// that have samples. A large job's processes come a page at a time (`rows_page`: the
+// pager asks the JSON for the next) and its flamegraph offers one rank of each class
+// (`flame`). Every text from the server goes in as text (frame names and errors are
+// untrusted).
 (function () {
   "use strict";
   const fd = window.flamedeck;
@@ -16,6 +18,8 @@
   const unchecked = new Set();
   const POLL_MS = 1000;
   let shownWithSamples = null;
+  let offset = (first.rows_page || {}).offset || 0;
+  const liveUrl = () => (offset ? `${first.liveUrl}?offset=${offset}` : first.liveUrl);
 
   const dash = "—";
   const ROUNDS_TITLE = "sampling rounds so far; the result counts one sample per thread per round";
@@ -93,8 +97,20 @@
     document.getElementById("group-table").replaceChildren(head, el("tbody", {}, ...processRows(page)));
   }
 
+  // Past one page of processes: which ones the table shows, and the way to the others.
+  function renderPager(page) {
+    const pager = document.getElementById("group-pager");
+    const at = page.rows_page || {};
+    pager.hidden = !(at.total > at.limit);
+    if (pager.hidden) return;
+    const counts = Object.entries(page.counts || {}).map(([status, n]) => `${n} ${status}`).join(" · ");
+    const step = (to) => el("button", { type: "button", class: "pager-step", "data-offset": String(to) }, to < at.offset ? `‹ previous ${at.limit}` : `next ${at.limit} ›`);
+    pager.replaceChildren(...[`Processes ${at.offset + 1}–${Math.min(at.total, at.offset + at.limit)} of ${at.total} (${counts}) `,
+      at.offset > 0 ? step(Math.max(0, at.offset - at.limit)) : null, at.next != null ? step(at.next) : null].filter(Boolean));
+  }
+
   function renderFilter(page) {
-    const ready = page.rows.filter((row) => row.has_samples);
+    const ready = page.flame || [];
     const key = ready.map((row) => row.id).join(",");
     if (key === shownWithSamples) return false;
     shownWithSamples = key;
@@ -102,8 +118,10 @@
       filter.replaceChildren(el("p", { class: "muted" }, "No process has samples yet."));
       return true;
     }
+    // A large job's classes: one rank stands for the ranks alike (the tree's node says so).
+    const alike = (row) => (row.alike ? el("span", { class: "muted small" }, ` (for ${row.alike} rank${row.alike === 1 ? "" : "s"} alike)`) : null);
     filter.replaceChildren(...ready.map((row) => el("label", { class: "inline" },
-      el("input", { type: "checkbox", value: String(row.id), checked: !unchecked.has(String(row.id)) }), " ", row.label)));
+      el("input", { type: "checkbox", value: String(row.id), checked: !unchecked.has(String(row.id)) }), " ", row.label, alike(row))));
     return true;
   }
 
@@ -147,12 +165,13 @@
   }
 
   function render(page) {
-    rowsByNode = new Map(page.rows.map((row) => [`process ${row.label}`, row]));
+    rowsByNode = new Map((page.flame || []).map((row) => [`process ${row.label}`, row]));
     const status = document.getElementById("group-status");
     status.textContent = page.status;
     status.className = `badge group-${page.status}`;
     document.getElementById("group-skew").textContent = page.start_skew_s == null ? "waiting for every process to start" : `${page.start_skew_s} s`;
     renderTable(page);
+    renderPager(page);
     fd.groupEvidence.render(page.report);
     if (renderFilter(page)) loadFlamegraph().catch((err) => { container.textContent = `Could not load the flamegraph: ${err.message}`; });
   }
@@ -164,7 +183,7 @@
   async function poll() {
     const note = document.getElementById("live-note");
     try {
-      const page = await fd.fetchJson(first.liveUrl);
+      const page = await fd.fetchJson(liveUrl());
       render(page);
       if (page.final && !fd.groupEvidence.awaited(page.report)) {
         note.textContent = "";
@@ -178,6 +197,16 @@
     }
     setTimeout(poll, POLL_MS);
   }
+
+  document.getElementById("group-pager").addEventListener("click", (event) => {
+    const to = event.target.dataset.offset;
+    if (to == null) return;
+    offset = Number(to);
+    const next = new URLSearchParams(location.search);
+    if (offset) next.set("offset", String(offset)); else next.delete("offset");
+    history.replaceState(null, "", location.pathname + (next.toString() ? `?${next}` : "") + location.hash);
+    fd.fetchJson(liveUrl()).then(render).catch((err) => { document.getElementById("live-note").textContent = `· lost track (${err.message})`; });
+  });
 
   filter.addEventListener("change", (event) => {
     const box = event.target;

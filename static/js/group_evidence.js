@@ -122,10 +122,15 @@
       el("th", { class: [3, 4, 6].includes(i) ? "num" : "" }, h)));
     const table = el("table", { class: "dense ranks-table", id: "job-ranks" }, el("thead", {}, head),
       el("tbody", {}, ...(report.ranks || []).map((rank) => rankRow(report, rank))));
+    const more = (report.without_samples_total || 0) - (report.without_samples || []).length;
     const missing = (report.without_samples || []).length
-      ? el("p", { class: "muted small" }, "No samples (not in the report): ", ...report.without_samples.flatMap((n, i) => [i ? ", " : "", rankLink(report, n)]))
+      ? el("p", { class: "muted small" }, "No samples (not in the report): ", ...report.without_samples.flatMap((n, i) => [i ? ", " : "", rankLink(report, n)]), more > 0 ? ` and ${more} more` : "")
       : null;
-    const title = `Each rank's step threads (${(report.ranks || []).length} ranks with samples)`;
+    // A large job's table holds the ranks of the processes the page shows (its pager).
+    const shown = (report.ranks || []).length;
+    const total = report.ranks_total == null ? shown : report.ranks_total;
+    const title = shown < total ? `Each rank's step threads (${shown} of ${total} ranks with samples: those of the processes shown below)`
+      : `Each rank's step threads (${shown} ranks with samples)`;
     return el("details", { class: "rankdetails", open: (report.ranks || []).length <= RANKS_OPEN }, el("summary", {}, title), el("div", { class: "tablewrap" }, table), missing);
   }
 

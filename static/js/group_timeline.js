@@ -4,7 +4,9 @@
 // the reason. A window dragged over the strips is the same stretch of time on every
 // rank, kept in the URL (`?from=&to=`, seconds since the timeline's start); each rank's
 // link opens it on that rank's capture page, in that capture's own seconds.
-// Thread and rank names are untrusted: text only.
+// A job of more ranks than one answer holds comes a page at a time (`page`): the
+// straggler and one rank of each class first, then the others, or one class's ranks
+// (`?class=`); the pager asks for the next. Thread and rank names are untrusted: text only.
 (function () {
   "use strict";
   const fd = window.flamedeck;
@@ -13,12 +15,12 @@
   const $ = (id) => document.getElementById(id);
   const box = $("group-timeline");
   if (!box || !tl) return;
-  const clocks = JSON.parse($("rank-clocks").textContent); // {capture id: [start, end]}
   const groupData = $("group-data") ? JSON.parse($("group-data").textContent) : {};
   const PENDING = new Set(["queued", "running", "parsing"]);
   const round2 = (s) => Math.round(s * 100) / 100;
   let line = null, chart = null, tries = 0;
   let picked = new URLSearchParams(location.search).get("thread") || "";
+  let ranksOffset = 0, ranksClass = "";
 
   function threadOf(rank) {
     const threads = rank.threads || [];
@@ -32,7 +34,7 @@
   // window starts at line.start + from − offset_s − that first sample. Clipped to the
   // capture; null when nothing of it is left.
   function rankWindow(rank, from, to) {
-    const clock = clocks[String(rank.capture)];
+    const clock = rank.clock;
     if (!clock) return null;
     const shift = line.start - rank.offset_s - clock[0];
     const begin = Math.max(0, round2(from + shift));
@@ -60,11 +62,38 @@
 
   // Seconds the timeline covers: to the last rank's last sample, on the server's clock
   // (its buckets, without the ranks' clocks).
+  // A page of a larger job spans the job's buckets, the same on every page.
   function span() {
-    const ends = line.ranks.filter((r) => clocks[String(r.capture)])
-      .map((r) => clocks[String(r.capture)][1] + r.offset_s - line.start);
+    const ends = line.ranks.filter((r) => r.clock).map((r) => r.clock[1] + r.offset_s - line.start);
     const buckets = ((((line.ranks[0] || {}).threads || [])[0] || {}).dominant || []).length;
-    return ends.length ? Math.max(...ends) : line.bucket_s * Math.max(1, buckets);
+    const whole = line.bucket_s * Math.max(1, buckets);
+    if (paged()) return Math.max(whole, ...ends);
+    return ends.length ? Math.max(...ends) : whole;
+  }
+
+  const paged = () => Boolean(line.page && (line.page.total > line.page.limit || ranksClass !== ""));
+
+  function renderPaging() {
+    const box = $("group-timeline-paging");
+    box.hidden = !paged();
+    if (box.hidden) return;
+    const at = line.page;
+    const select = $("group-timeline-ranks");
+    select.replaceChildren(el("option", { value: "" }, "every rank (the straggler and one of each class first)"),
+      ...(line.classes || []).map((c, i) => el("option", { value: String(i) }, `class ${i + 1}: ${c.label.replace(/`/g, "")} (${c.ranks} rank${c.ranks === 1 ? "" : "s"})`)));
+    select.value = ranksClass;
+    const step = (to, text) => el("button", { type: "button", "data-offset": String(to) }, text);
+    $("group-timeline-pager").replaceChildren(...[`${at.offset + 1}–${Math.min(at.total, at.offset + at.limit)} of ${at.total}`,
+      at.offset > 0 ? step(Math.max(0, at.offset - at.limit), "‹ previous") : null,
+      at.next != null ? step(at.next, "next ›") : null].filter(Boolean));
+  }
+
+  function timelineUrl() {
+    const params = new URLSearchParams();
+    if (ranksClass !== "") params.set("class", ranksClass);
+    if (ranksOffset) params.set("offset", String(ranksOffset));
+    const query = params.toString();
+    return `/api/groups/${box.dataset.group}/timeline/` + (query ? `?${query}` : "");
   }
 
   function renderPicker() {
@@ -112,13 +141,18 @@
 
   function draw() {
     renderPicker();
+    renderPaging();
     renderMissing();
     const options = {
       start: line.start, bucketS: line.bucket_s, span: span(), clockName: "the server's clock",
       onSelect: selected, ariaLabel: "Each rank's state over the whole-job capture; drag to select a window",
     };
-    if (!line.ranks.length) { box.replaceChildren(el("p", { class: "muted" }, "No rank has a timeline.")); return; }
-    $("group-timeline-toolbar").hidden = false;
+    $("group-timeline-toolbar").hidden = !line.ranks.length && !paged();
+    if (!line.ranks.length) {
+      chart = null; // a page of ranks without time: the next page draws afresh
+      box.replaceChildren(el("p", { class: "muted" }, paged() ? "No rank of these has a timeline." : "No rank has a timeline."));
+      return;
+    }
     if (chart) { chart.update(rows(), options); return; }
     box.replaceChildren();
     chart = new tl.StripChart(box, rows(), options);
@@ -132,7 +166,7 @@
   }
 
   async function load() {
-    try { line = await fd.fetchJson(`/api/groups/${box.dataset.group}/timeline/`); }
+    try { line = await fd.fetchJson(timelineUrl()); }
     catch (err) {
       if (!chart) box.replaceChildren(el("p", { class: err.status === 409 ? "muted" : "error", id: "group-timeline-none" }, `No timeline: ${err.message}.`));
       again(err.status === 409);
@@ -142,6 +176,17 @@
     again((line.missing || []).some((m) => PENDING.has(m.reason)));
   }
 
+  $("group-timeline-ranks").addEventListener("change", (event) => {
+    ranksClass = event.target.value;
+    ranksOffset = 0;
+    load();
+  });
+  $("group-timeline-pager").addEventListener("click", (event) => {
+    const to = event.target.dataset.offset;
+    if (to == null) return;
+    ranksOffset = Number(to);
+    load();
+  });
   $("group-timeline-thread").addEventListener("change", (event) => {
     picked = event.target.value;
     setParam("thread", picked);

@@ -90,3 +90,25 @@ def test_a_ranks_functions_are_its_step_threads_only():
     }
     assert rank_functions(stats) == (50, {"f (a.py)": (5, "f (a.py:1)")})
     assert rank_functions({}) == (0, {})
+
+
+def test_a_page_of_roles_is_compared_one_by_one_and_every_class_pooled():
+    before = {"ranks": [rank(f"rank-{n}", 100, compute=90, collective=10) for n in range(4)]}
+    after = {
+        "ranks": [rank(f"rank-{n}", 100, compute=50 if n == 3 else 90, collective=10)
+                  for n in range(4)],
+        "classes": [{"label": "ranks 0-2", "ranks": ["rank-0", "rank-1", "rank-2"]},
+                    {"label": "rank 3", "ranks": ["rank-3"]}],
+    }  # fmt: skip
+    result = compare_jobs(before, after, roles=["rank-3", "rank-9", "rank-0"])
+    assert [r["role"] for r in result["roles"]] == ["rank-3", "rank-0"]
+    assert result["pooled"]["roles"] == 4
+    assert [(c["label"], c["roles"]) for c in result["classes"]] == [
+        ("ranks 0-2", 3),
+        ("rank 3", 1),
+    ]
+    functions = {f"rank-{n}": (100, {"f (a.py)": (10 * n, "f (a.py:1)")}) for n in range(4)}
+    rows = compare_jobs(
+        before, after, functions, functions, function_classes=[("ranks 0-2", ["rank-1"])]
+    )["functions"]
+    assert all(row["ranks"] == ["rank-1"] for row in rows)

@@ -137,6 +137,18 @@ def test_ranks_on_one_clock_share_buckets_and_each_moves_by_its_offset():
     assert [r["offset_s"] for r in job["ranks"]] == [0.0, 3.0]
 
 
+def test_a_page_of_a_jobs_ranks_gets_the_jobs_buckets_whatever_ranks_it_holds():
+    # The job runs 1000-1012 s on the reference clock at 50 Hz; this page holds one rank
+    # of 6 s from 1002 s (its host 1 s behind), another none.
+    a = _capture([WORK] * 300, start=1001.0)
+    span = (1000.0, 1012.0, 50.0)
+    page = aligned_timelines([("a", a, 1.0)], bucket_s=0.5, span=span)
+    assert page["start"] == 1000.0 and len(page["ranks"][0]["threads"][0]["dominant"]) == 24
+    assert page["ranks"][0]["threads"][0]["dominant"][:4] == [None] * 4
+    empty = aligned_timelines([], bucket_s=0.5, span=span)
+    assert (empty["start"], empty["bucket_s"], empty["ranks"]) == (1000.0, 0.5, [])
+
+
 def test_aligned_timelines_refuse_what_is_not_a_job():
     a = _capture([WORK] * 100)
     with pytest.raises(ProfileError, match="no rank"):
