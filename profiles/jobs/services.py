@@ -87,10 +87,10 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
     late), the hosts whose ranks failed, each with its cause (`failed_hosts`: a host
     that could not be reached fails its ranks alone; the report covers the rest), and
     those that started sampling past the group's instant (`late_hosts`: a slow ssh, no
-    free capture thread), each with how late."""
-    fields = ("pk", "group_id", "status", "sampling_started_at", "host", "error_cause", "error")
-    captures = list(group.captures.select_related("host").only(*fields, "host__name"))
-    statuses = {c.status for c in captures}
+    free capture thread), each with how late. One query of plain rows: a page polls it."""
+    fields = ("status", "sampling_started_at", "host__name", "error_cause", "error")
+    captures = list(group.captures.values(*fields))
+    statuses = {c["status"] for c in captures}
     if statuses & {Capture.Status.QUEUED, Capture.Status.RUNNING, Capture.Status.PARSING}:
         status = "running"
     elif statuses <= {Capture.Status.DONE}:
@@ -99,8 +99,10 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
         status = "partial"
     else:
         status = "failed"
-    starts = [c.sampling_started_at for c in captures if c.sampling_started_at]
-    waiting = any(not c.sampling_started_at and not c.is_final for c in captures)
+    starts = [c["sampling_started_at"] for c in captures if c["sampling_started_at"]]
+    waiting = any(
+        not c["sampling_started_at"] and c["status"] not in Capture.FINAL for c in captures
+    )
     skew = (max(starts) - min(starts)).total_seconds() if len(starts) > 1 else 0.0
     return {
         "status": status,
@@ -111,40 +113,39 @@ def group_summary(group: CaptureGroup) -> dict[str, Any]:
     }
 
 
-def late_hosts(captures: list[Capture], instant: Any) -> list[dict[str, Any]]:
+def failed_hosts(captures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per host and cause, the ranks that failed there (most first): {host, cause,
+    error, ranks}; the first rank's error stands for them. `captures`: rows of
+    group_summary's query."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for capture in captures:
+        if capture["status"] != Capture.Status.FAILED:
+            continue
+        key = (capture["host__name"] or "(deleted host)", capture["error_cause"] or "unknown")
+        row = found.setdefault(
+            key, {"host": key[0], "cause": key[1], "error": capture["error"], "ranks": 0}
+        )
+        row["ranks"] += 1
+    return sorted(found.values(), key=lambda row: (-row["ranks"], row["host"], row["cause"]))
+
+
+def late_hosts(captures: list[dict[str, Any]], instant: Any) -> list[dict[str, Any]]:
     """Per host whose ranks' first samples came over LATE_AFTER_S past the instant:
     {host, late_s (its latest rank), ranks}, latest first."""
     if instant is None:
         return []
     found: dict[str, dict[str, Any]] = {}
     for capture in captures:
-        if capture.sampling_started_at is None or not capture.host_id:
+        started, host = capture["sampling_started_at"], capture["host__name"]
+        if started is None or host is None:
             continue
-        late = (capture.sampling_started_at - instant).total_seconds()
+        late = (started - instant).total_seconds()
         if late <= LATE_AFTER_S:
             continue
-        row = found.setdefault(
-            capture.host.name, {"host": capture.host.name, "late_s": 0.0, "ranks": 0}
-        )
+        row = found.setdefault(host, {"host": host, "late_s": 0.0, "ranks": 0})
         row["late_s"] = round(max(row["late_s"], late), 3)
         row["ranks"] += 1
     return sorted(found.values(), key=lambda row: (-row["late_s"], row["host"]))
-
-
-def failed_hosts(captures: list[Capture]) -> list[dict[str, Any]]:
-    """Per host and cause, the ranks that failed there (most first): {host, cause,
-    error, ranks}; the first rank's error stands for them."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    for capture in captures:
-        if capture.status != Capture.Status.FAILED:
-            continue
-        host = capture.host.name if capture.host_id else "(deleted host)"
-        key = (host, capture.error_cause or "unknown")
-        row = found.setdefault(
-            key, {"host": key[0], "cause": key[1], "error": capture.error, "ranks": 0}
-        )
-        row["ranks"] += 1
-    return sorted(found.values(), key=lambda row: (-row["ranks"], row["host"], row["cause"]))
 
 
 def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
