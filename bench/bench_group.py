@@ -51,6 +51,10 @@ Run: .venv/bin/python bench/bench_group.py [--sizes 64,256,1024] [--duration 10]
   than `--wait`'s `ready` lines: {ranks, hosts, sampler, skew_s, final_s, report_s,
   worker_rss_mb, workers, true_skew_s, done, request_s}; with `--dump` {ranks, hosts,
   sampler, verdict, verdict_s, done, request_s};
+- `--repeat N`: N captures of each size, one after the other, on the same hosts; the
+  last is reported, with `captures` and the first's `first_skew_s` and `first_final_s`
+  (`first_verdict_s`): the first capture of hosts never seen starts at a first guess
+  of an instant, the next ones at the instant learned from it (profiles.jobs.schedule);
 - `--fail-hosts F`: that share of the ssh hosts fails, in turn unreachable (a closed
   port), slow (ssh answers 4 s late, through a ProxyCommand; needs socat) and without
   py-spy; the JSON adds `failing` (kind: hosts) and the group's `failed_hosts`;
@@ -372,9 +376,15 @@ def _one_size(client, processes: int, workdir: Path, args, report) -> None:
         if args.wait:
             print(f"ready: {processes} targets and the workers run", flush=True)
             sys.stdin.readline()
-        figures = _measure(client, run.pk, worker, args.duration, args.dump)
+        first = None
+        for _ in range(args.repeat):  # the same hosts: the next instant is learned
+            figures = _measure(client, run.pk, worker, args.duration, args.dump)
+            first = first or figures
+        learned = {"first_skew_s": first["skew_s"], "first_final_s": first["final_s"],
+                   "first_verdict_s": first["verdict_s"]}  # fmt: skip
         report({**figures, "ranks": processes, "hosts": len(hosts), "sampler": sampler,
-                "workers": args.workers, "threads": threads, "failing": failing})  # fmt: skip
+                "workers": args.workers, "threads": threads, "failing": failing,
+                "captures": args.repeat, **learned})  # fmt: skip
     finally:
         if worker is not None:
             worker.stop()
@@ -396,6 +406,12 @@ def main() -> None:
     parser.add_argument("--embedded", action="store_true", help="SQLite + filesystem broker")
     parser.add_argument("--wait", action="store_true", help="measure on a line from stdin")
     parser.add_argument("--dump", action="store_true", help="a whole-job dump of a hung job")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="captures a size, one after the other, on the same hosts; the last is reported",
+    )
     parser.add_argument(
         "--fail-hosts",
         type=float,
@@ -478,6 +494,9 @@ def _report(r: dict, args: argparse.Namespace) -> None:
         keys += (("verdict", "verdict_s") if args.dump else ("skew_s", "final_s", "report_s",
                  "worker_rss_mb", "workers", "true_skew_s"))  # fmt: skip
         keys += ("done", "request_s") + (("failing", "failed_hosts") if r["failing"] else ())
+        if r["captures"] > 1:
+            firsts = ("first_verdict_s",) if args.dump else ("first_skew_s", "first_final_s")
+            keys += ("captures", *firsts)
         print(json.dumps({key: r[key] for key in keys}), flush=True)
         return
     head = f"  {r['ranks']:>3} processes on {r['hosts']} host(s)"

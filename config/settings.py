@@ -283,7 +283,7 @@ FLAMEDECK_CAPTURE_MARGIN_S = env_int("FLAMEDECK_CAPTURE_MARGIN_S", 20, minimum=1
 # A whole-job capture samples on every host from one instant a little ahead of the
 # request, learned from those hosts' last captures (profiles.jobs.schedule), and never
 # more than this many seconds ahead.
-FLAMEDECK_GROUP_START_WAIT_S = env_int("FLAMEDECK_GROUP_START_WAIT_S", 15, minimum=1)
+FLAMEDECK_GROUP_START_WAIT_S = env_int("FLAMEDECK_GROUP_START_WAIT_S", 30, minimum=1)
 # Transient failures (host unreachable) are retried this often, with jittered backoff.
 FLAMEDECK_CAPTURE_RETRIES = env_int("FLAMEDECK_CAPTURE_RETRIES", 3, minimum=0)
 FLAMEDECK_RETRY_BACKOFF_S = env_int("FLAMEDECK_RETRY_BACKOFF_S", 5, minimum=0)

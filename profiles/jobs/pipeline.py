@@ -22,6 +22,7 @@ without it right after the job's window (record_notes.record_again).
 
 import contextlib
 import dataclasses
+import json
 import logging
 import re
 import threading
@@ -137,16 +138,24 @@ class _HostSession:
         return list(cancelled.values_list("pid", flat=True))
 
     def beat(self) -> bool:
-        """Heartbeat and progress of every capture in one query, every GROUP_BEAT_S."""
+        """Heartbeat and progress of every capture, every GROUP_BEAT_S: one UPDATE per
+        distinct progress (the ranks of one window mostly share theirs; a bulk_update's
+        CASE of 8 rows cost more interpreter time than all else a session does)."""
         now = time.monotonic()
         if now - self.last_beat < GROUP_BEAT_S:
             return False
         self.last_beat = now
         stamp = timezone.now()
+        alike: dict[tuple, list[int]] = {}
         for rank in self.ranks.values():
-            rank.capture.heartbeat_at, rank.capture.progress = stamp, rank.progress(now)
-        captures = [rank.capture for rank in self.ranks.values()]
-        Capture.objects.bulk_update(captures, ["heartbeat_at", "progress", "sampling_started_at"])
+            capture = rank.capture
+            capture.heartbeat_at, capture.progress = stamp, rank.progress(now)
+            key = (json.dumps(capture.progress, sort_keys=True), capture.sampling_started_at)
+            alike.setdefault(key, []).append(capture.pk)
+        for (progress, started), ids in alike.items():
+            Capture.objects.filter(pk__in=ids).update(
+                heartbeat_at=stamp, progress=json.loads(progress), sampling_started_at=started
+            )
         return True
 
 

@@ -40,11 +40,12 @@ _WROTE = re.compile(r"Samples: (\d+) Errors: (\d+)")
 # Builtins where it can: on a loaded host every fork before `go` delays the ready line.
 _SHELL = r"""
 fd_fact() { printf '%s %s %s\n' @FACT@ "$1" "$2"; }
+# The process's state letter in fd_s (no subshell: a fork a PID on a loaded host).
 fd_state() {
   fd_s=
   { IFS= read -r fd_s <"/proc/$1/stat"; } 2>/dev/null || return 0
   fd_s=${fd_s##*) }
-  printf '%s' "${fd_s%% *}"
+  fd_s=${fd_s%% *}
 }
 fd_pyver() {
   fd_v=$(readlink "/proc/$1/exe" 2>/dev/null)
@@ -72,7 +73,8 @@ fi
 fd_before() {
   p=$1 flag=
   fd_pyver "$p"
-  eval "fd_was_$p=$(fd_state "$p")"
+  fd_state "$p"
+  eval "fd_was_$p=\$fd_s"
   fd_fact "$p" "python=$fd_v"
   if [ @NATIVE@ = 1 ]; then
     fd_fact "$p" "py_spy=$fd_pyspy"
@@ -102,7 +104,9 @@ fd_children() {
   fd_fact "$1" "$2=$fd_c"
 }
 fd_after() {
-  p=$1 state=$(fd_state "$1")
+  p=$1
+  fd_state "$1"
+  state=$fd_s
   eval "was=\$fd_was_$p"
   if [ -z "$state" ] || [ "$state" = Z ]; then
     fd_fact "$p" "target=gone"

@@ -81,7 +81,9 @@ while read -r cmd arg <&3; do
 done
 [ -n "$go" ] || exit 0
 # Every fifo first: a failure here must not leave a started py-spy behind.
-for p in @PIDS@; do mkfifo "$dir/$p.fifo" || exit 1; done
+set --
+for p in @PIDS@; do set -- "$@" "$dir/$p.fifo"; done
+mkfifo "$@" || exit 1
 spies= taggers=
 for p in @PIDS@; do
   (
