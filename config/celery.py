@@ -3,7 +3,7 @@
 Workers (one per queue kind; `make worker` / `manage.py serve --workers-only` start both,
 and beat; docs/deployment.md has the per-queue commands):
     .venv/bin/celery -A config worker -Q flamedeck,flamedeck.capture --pool threads \
-        --concurrency "${FLAMEDECK_CAPTURE_CONCURRENCY:-64}"
+        --concurrency "${FLAMEDECK_CAPTURE_CONCURRENCY:-64}" --disable-prefetch
     .venv/bin/celery -A config worker -Q flamedeck.analysis --pool prefork
     .venv/bin/celery -A config beat
 """

@@ -256,12 +256,6 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# A worker takes a task only when it has a free slot (Celery's own switch, Redis only):
-# a whole-job capture's host tasks are acknowledged on receipt (never redelivered: a
-# second py-spy), so with prefetching one capture worker took more hosts than its
-# threads and held them past the group's instant while another worker sat idle (2
-# workers, 128 hosts: the last host 40 s late).
-CELERY_WORKER_DISABLE_PREFETCH = bool(REDIS_URL)
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {

@@ -76,3 +76,13 @@ def test_serve_starts_as_many_capture_workers_as_the_setting_each_with_its_threa
     for child in captures:
         assert child.argv[child.argv.index("--concurrency") + 1] == "5"
         assert child.argv[child.argv.index("-n") + 1] == f"{child.name[7:]}@%h"  # names differ
+
+
+def test_a_capture_worker_on_redis_takes_a_host_only_with_a_free_thread(settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/3"
+    capture = next(c for c in worker_children(concurrency=2) if c.name == "worker-capture")
+    analysis = next(c for c in worker_children(concurrency=2) if c.name == "worker-analysis")
+    assert "--disable-prefetch" in capture.argv and "--disable-prefetch" not in analysis.argv
+    settings.CELERY_BROKER_URL = "filesystem://"  # Celery would only warn there
+    capture = next(c for c in worker_children(concurrency=2) if c.name == "worker-capture")
+    assert "--disable-prefetch" not in capture.argv

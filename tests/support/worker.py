@@ -44,8 +44,15 @@ def worker_argv(
     argv = [sys.executable, "-m", "celery", "-A", app, "worker", "-l", "info"]
     argv += ["-Q", ",".join(queues), "--pool", pool, "--concurrency", str(concurrency)]
     argv += ["--prefetch-multiplier", "8"] if pool == "prefork" else []
+    argv += ["--disable-prefetch"] if pool == "threads" and _redis_broker() else []
     argv += ["-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"]
     return argv + (["--beat", "--schedule", str(beat_schedule)] if beat_schedule else [])
+
+
+def _redis_broker() -> bool:
+    from django.conf import settings
+
+    return settings.CELERY_BROKER_URL.startswith("redis")
 
 
 class WorkerProcess:

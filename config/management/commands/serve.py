@@ -35,7 +35,12 @@ def worker_children(concurrency: int) -> list[Child]:
     threads = settings.FLAMEDECK_CAPTURE_CONCURRENCY
     count = settings.FLAMEDECK_CAPTURE_WORKERS
     names = ["capture"] if count == 1 else [f"capture{i}" for i in range(1, count + 1)]
-    queues = [(name, waiting, "threads", threads, []) for name in names]
+    # A host's task only with a free thread (Celery's switch, Redis only): host tasks
+    # are acknowledged on receipt (a redelivery would start a second py-spy), so with
+    # prefetching one worker took more hosts than its threads and held them past the
+    # group's instant while another sat idle (2 workers, 128 hosts: one 40 s late).
+    fair = ["--disable-prefetch"] if settings.CELERY_BROKER_URL.startswith("redis") else []
+    queues = [(name, waiting, "threads", threads, fair) for name in names]
     if analysis:
         # Analyses are short: reserve a few per process instead of a broker trip each.
         queues.append(
