@@ -309,12 +309,22 @@ def _figures(client, group_id: int, requested: float, stored_at, rss: float, ssh
         "report_s": round(stored_at - last_final, 3) if stored else None,
         "verdict_s": None if stored_at is None else round(stored_at - requested, 3),
         "verdict": verdict,
+        "dump_spread_s": _dump_spread(group) if group.kind == "dump" else None,
         "worker_rss_mb": round(rss, 1),
         "ssh": ssh,
         "done": group.captures.filter(status="done").count(),
         "phases": _phases(group),
         "failed_hosts": body.get("failed_hosts"),
     }
+
+
+def _dump_spread(group) -> float | None:
+    """The spread of the ranks' first dumps (host clocks: one machine here)."""
+    from django.db.models.fields.json import KT
+
+    firsts = group.captures.annotate(at=KT("stats__dump_series__0__at"))
+    times = [float(at) for at in firsts.values_list("at", flat=True) if at is not None]
+    return round(max(times) - min(times), 3) if times else None
 
 
 def _true_skew(group) -> float | None:
@@ -497,6 +507,7 @@ def _report(r: dict, args: argparse.Namespace) -> None:
         if r["captures"] > 1:
             firsts = ("first_verdict_s",) if args.dump else ("first_skew_s", "first_final_s")
             keys += ("captures", *firsts)
+        keys += ("dump_spread_s",) if args.dump else ()
         print(json.dumps({key: r[key] for key in keys}), flush=True)
         return
     head = f"  {r['ranks']:>3} processes on {r['hosts']} host(s)"
