@@ -44,29 +44,22 @@ def capture_transition(*, capture_id: int, to: str, **fields: Any) -> bool:
 
 def capture_claim(*, capture_id: int, worker: str) -> bool:
     """Claim a queued capture for this worker; False means someone else has it."""
-    now = timezone.now()
-    return bool(
-        Capture.objects.filter(pk=capture_id, status=Status.QUEUED, cancel_requested=False).update(
-            status=Status.RUNNING,
-            started_at=now,
-            heartbeat_at=now,
-            worker=worker,
-            attempts=F("attempts") + 1,
-        )
-    )
+    return bool(_claim(Capture.objects.filter(pk=capture_id), worker, timezone.now()))
+
+
+def _claim(captures: Any, worker: str, now: Any) -> int:
+    """The conditional UPDATE of a claim: only queued, uncancelled rows move."""
+    return captures.filter(status=Status.QUEUED, cancel_requested=False).update(
+        status=Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker,
+        attempts=F("attempts") + 1,
+    )  # fmt: skip
 
 
 def captures_claim(*, capture_ids: list[int], worker: str) -> list[int]:
     """Claim queued captures for this worker in one UPDATE; the ids it got (each row is
     claimed by one UPDATE only, so two workers never both get one)."""
     now = timezone.now()
-    Capture.objects.filter(pk__in=capture_ids, status=Status.QUEUED, cancel_requested=False).update(
-        status=Status.RUNNING,
-        started_at=now,
-        heartbeat_at=now,
-        worker=worker,
-        attempts=F("attempts") + 1,
-    )
+    _claim(Capture.objects.filter(pk__in=capture_ids), worker, now)
     mine = Capture.objects.filter(pk__in=capture_ids, worker=worker, started_at=now)
     return list(mine.values_list("pk", flat=True))
 
