@@ -36,6 +36,7 @@ PLAIN_STRINGS = {
     "error_cause": "an open set: runs.remote.model.Cause plus the pipeline's own causes "
     "(queue_unavailable, time_limit, worker_lost, analysis_lost, …), named where they fail",
     "StacksFailed.cause": "a capture's error_cause (above)",
+    "FailedHost.cause": "its ranks' error_cause (above)",
     "rule": "finding rules live in findings.RULES, job.py, straggler.py and periodic.py; "
     "no one type lists them (docs/findings.md does)",
     "DumpThread.status": "py-spy's own bracket text; the engine types it as str",
