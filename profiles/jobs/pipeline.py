@@ -83,7 +83,9 @@ class _Rank:
         self.sampling_since: float | None = None
 
     def progress(self, now: float) -> dict[str, Any]:
-        return live_progress(self.capture, self.sampling_since, self.behind_s, now)
+        # Attached before the instant: 0 s sampled until the window starts.
+        since = None if self.sampling_since is None else min(self.sampling_since, now)
+        return live_progress(self.capture, since, self.behind_s, now)
 
 
 class _HostSession:

@@ -234,3 +234,16 @@ def test_a_ranks_first_sample_is_the_instant_when_py_spy_sampled_before_it(monke
     requested = group.created_at.timestamp()
     assert on_time.progress["lead_s"] == pytest.approx(early + 2 - requested, abs=2e-3)
     assert behind.progress["lead_s"] == pytest.approx(late + 2 - requested, abs=2e-3)
+
+
+def test_a_rank_attached_before_the_instant_reads_sampling_with_nothing_sampled_yet(group):
+    import time
+
+    capture = Capture.objects.filter(group=group, pid=11).get()
+    start_at = time.time() + 5
+    session = group_pipeline._HostSession(group.pk, [capture], start_at=start_at)
+    session.on_line(11, SAMPLING, 0.1)
+    progress = session.ranks[11].progress(time.monotonic())
+    assert progress["sampling"] is True and progress["elapsed_s"] == 0.0
+    assert progress["expected_samples"] == 0
+    assert capture.sampling_started_at.timestamp() == pytest.approx(start_at, abs=0.05)
