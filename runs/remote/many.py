@@ -51,6 +51,7 @@ from .model import (
 WAITING = "@@flamedeck-waiting@@"  # stdout: the script runs and waits for `go`
 CLOCK = "@@flamedeck-clock@@"  # stdout: the host's `date +%s.%N`, asked by `clock`
 CLOCK_TRIPS = 3  # `clock` round trips per session; the quickest gives the offset
+CLOCK_WAIT_S = 2.0  # a `clock` unanswered this long counts as lost
 LEAST_WINDOW_S = 1.0  # a host that comes up after the window's end still samples this
 STOP_SLACK_S = 3.0  # past T + duration the worker stops a host that did not stop itself
 SPOOL_OVER_BYTES = 1 << 20  # a host's results past this go to a temporary file
@@ -268,7 +269,9 @@ class _HostClock:
             self.best = (trip, (asked + now) / 2 - host)
 
     def waiting(self) -> bool:
-        return self.asked_at is not None
+        """A `clock` is out and was asked under CLOCK_WAIT_S ago (a lost answer does not
+        hold the session: the next trip, or the first offset, goes on)."""
+        return self.asked_at is not None and time.time() - self.asked_at < CLOCK_WAIT_S
 
     def facts(self) -> dict[str, str]:
         if self.best is None:

@@ -217,3 +217,26 @@ def test_each_pid_reports_the_hosts_clock_when_its_py_spy_said_it_samples(local_
     assert all(s is not None and before <= s <= time.time() for s in starts), starts
     assert max(starts) - min(starts) < 1.0
     assert all("@@flamedeck-fact@@" not in outcome.logs[w.pid] for w in three)
+
+
+def test_the_host_clock_offset_is_the_midpoint_of_the_quickest_round_trip(monkeypatch):
+    from runs.remote import many
+
+    now = [1000.0]
+    monkeypatch.setattr(many.time, "time", lambda: now[0])
+    clock = many._HostClock()
+    for sent, host, back in ((1000.0, 1005.2, 1000.4), (1001.0, 1006.05, 1001.1)):
+        now[0] = sent
+        assert clock.ask() == b"clock\n" and clock.waiting()
+        now[0] = back
+        clock.answer(f"{host}")
+        assert not clock.waiting()
+    # the second trip took 0.1 s: the host reads 5 s ahead of the worker's midpoint
+    assert clock.facts() == {"clock_offset_s": "-5.000000", "clock_trip_s": "0.100000"}
+    now[0] = 2000.0
+    clock.ask()
+    clock.answer("%N")  # a host whose date has no sub-second time: no sample, no wait
+    assert not clock.waiting() and clock.facts()["clock_trip_s"] == "0.100000"
+    clock.ask()
+    now[0] += many.CLOCK_WAIT_S  # an answer lost on the way: the session goes on
+    assert not clock.waiting()
