@@ -54,7 +54,7 @@ from profiles.captures.pipeline import (
     record_again,
     worker_name,
 )
-from profiles.captures.timekeeping import note_progress, timed_result, window_at
+from profiles.captures.timekeeping import timed_result, window_at
 from profiles.jobs import dumps as group_dumps
 from profiles.models import Capture, CaptureGroup
 from profiles.pyspy.timetrack import load_track, track_json
@@ -260,22 +260,21 @@ def _sampling_starts_from_the_host(
     scheduling); across hosts this trusts their clocks to agree, as NTP keeps them.
     And `progress.lead_s`: how long after the request the rank could sample, on this
     machine's clock (profiles.jobs.schedule learns the next instant from it). A host
-    whose clock gave nothing keeps the worker's reading."""
+    whose clock gave nothing keeps the worker's reading. One UPDATE a rank: only this
+    session has written its progress since the claim (the beat keeps it in memory)."""
     for rank in session.ranks.values():
         capture = rank.capture
         result = outcome.results[capture.pid]
         facts = result.facts if isinstance(result, remote.RecordResult) else {}
-        if (at := remote.guard.sampling_at(facts)) is None:
-            if capture.sampling_started_at is not None:
-                started = capture.sampling_started_at
-                Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
-            continue
-        window = window_at(facts) or at
-        started = datetime.fromtimestamp(max(at, window), tz=UTC)
-        Capture.objects.filter(pk=capture.pk).update(sampling_started_at=started)
-        with contextlib.suppress(KeyError, ValueError):
-            ready = at + float(facts["clock_offset_s"]) - requested_at.timestamp()
-            note_progress(capture, lead_s=round(ready, 3))
+        fields: dict[str, Any] = {"sampling_started_at": capture.sampling_started_at}
+        if (at := remote.guard.sampling_at(facts)) is not None:
+            window = window_at(facts) or at
+            fields["sampling_started_at"] = datetime.fromtimestamp(max(at, window), tz=UTC)
+            with contextlib.suppress(KeyError, ValueError):
+                ready = at + float(facts["clock_offset_s"]) - requested_at.timestamp()
+                fields["progress"] = {**(capture.progress or {}), "lead_s": round(ready, 3)}
+        if fields["sampling_started_at"] is not None:
+            Capture.objects.filter(pk=capture.pk).update(**fields)
 
 
 def _records_to_take_again(
