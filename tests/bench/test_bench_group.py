@@ -1,4 +1,4 @@
-"""bench/bench_group.py end to end at a small size with the py-spy stand-in: its `--json`
+"""bench/app/bench_group.py end to end at a small size with the py-spy stand-in: its `--json`
 contract (docs: DESIGN's contract 3, the bench's docstring) and every rank done. On
 `make run`'s defaults (SQLite, the filesystem broker), in a process of its own, with
 two loopback sshd hosts and the app's real workers: about 25 s here."""
@@ -21,7 +21,7 @@ KEYS = {"ranks", "hosts", "sampler", "skew_s", "final_s", "report_s", "worker_rs
 def test_sixteen_stand_in_ranks_print_one_json_line_with_every_figure():
     outside = ("DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "FLAMEDECK_VAR_DIR")
     env = {k: v for k, v in os.environ.items() if k not in outside}
-    argv = [sys.executable, "bench/bench_group.py", "--embedded", "--sizes", "16",
+    argv = [sys.executable, "bench/app/bench_group.py", "--embedded", "--sizes", "16",
             "--sampler", "stand-in", "--duration", "2", "--json"]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""bench/standin_pyspy, the py-spy stand-in of the 1,024-rank whole-job bench: it speaks
+"""bench/support/standin_pyspy, the py-spy stand-in of the 1,024-rank whole-job bench: it speaks
 py-spy 0.4.3's command line and lines as flamedeck's host scripts use them, stops on
 SIGINT when started as they start it (SIGINT ignored), and what it writes is real py-spy
 output that flamedeck's engine reads."""
@@ -20,7 +20,7 @@ from runs.remote import RecordResult, RecordSettings, Target, classify, record_m
 from tests.support.procs import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-STANDIN = str(ROOT / "bench" / "standin_pyspy")
+STANDIN = str(ROOT / "bench" / "support" / "standin_pyspy")
 SAMPLING = "py-spy> Sampling process 20 times a second for {} seconds. Press Control-C to exit."
 
 
@@ -91,6 +91,19 @@ def test_a_record_ends_at_its_duration_and_raw_is_raw(tmp_path, target):
     assert "Stopped sampling" not in done.stdout
     stats = _analyze(out)
     assert stats["format"] == "raw" and stats["total_samples"] == _wrote(done.stdout)
+
+
+def test_a_chrometrace_record_is_a_real_one_with_py_spys_times(tmp_path, target):
+    """What a record with --idle asks for (profiles.captures.timekeeping)."""
+    from profiles.pyspy.chrometrace import chrometrace_samples
+
+    out = tmp_path / "out.json"
+    done = _run("record", "--pid", str(target), "-r", "50", "-d", "1", "-f", "chrometrace",
+                "--idle", "--threads", "-o", str(out))  # fmt: skip
+    assert done.returncode == 0 and f"Wrote chrome trace to '{out}'" in done.stdout
+    samples = chrometrace_samples(out.read_bytes(), rate=50, samples_reported=_wrote(done.stdout))
+    assert samples.shown > 100 and samples.times == sorted(samples.times)
+    assert 13 < samples.end_s < 15  # the 14 s recording, placed at py-spy's own times
 
 
 def test_a_record_stops_when_its_process_exits(tmp_path):

@@ -1,5 +1,5 @@
-"""bench/suite_cpu.py's `--machine`: the machine's core-seconds over a command, as
-`python bench/suite_cpu.py --machine -- CMD` prints them (a real child that burns CPU)."""
+"""bench/suite/suite_cpu.py's `--machine`: the machine's core-seconds over a command, as
+`python bench/suite/suite_cpu.py --machine -- CMD` prints them (a real child that burns CPU)."""
 
 import re
 import subprocess
@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SUITE_CPU = ROOT / "bench" / "suite" / "suite_cpu.py"
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass"
 
 
 def _machine(*command: str) -> tuple[int, str]:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "suite_cpu.py"), "--machine", "--", *command],
+        [sys.executable, str(SUITE_CPU), "--machine", "--", *command],
         capture_output=True,
         text=True,
         timeout=60,
