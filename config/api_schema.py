@@ -24,11 +24,14 @@ from typing import Any
 from django.db.models import Choices
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
 from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers
+
+from config.api_links import add_links
 
 TOKEN_SCHEME = "tokenAuth"  # noqa: S105 - the scheme's name, not a secret
 
@@ -45,7 +48,9 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
             "in": "header",
             "name": "Authorization",
             "description": (
-                "`Authorization: Token <key>` (the word Token, a space, the key). "
+                "`Authorization: Token <key>`: the prefix is the word `Token` (not "
+                '`Bearer`: a generated client needs it set, `prefix="Token"`), a space, '
+                "the key. "
                 "`manage.py create_api_token USERNAME` prints a key once; keys expire "
                 "after FLAMEDECK_TOKEN_DAYS (90) and are revoked with "
                 "`manage.py revoke_api_token`. Calls with a token need no CSRF token."
@@ -73,29 +78,112 @@ class StrictFloatScheme(OpenApiSerializerFieldExtension):
         return {"type": "number", "minimum": field.minimum, "maximum": field.maximum}
 
 
+class NameOrIdScheme(OpenApiSerializerFieldExtension):
+    """config.api_fields.NameOrIdField: a name (not blank, no NUL) or an id."""
+
+    target_class = "config.api_fields.NameOrIdField"
+
+    def map_serializer_field(self, auto_schema, direction) -> dict[str, Any]:
+        name = {"type": "string", "minLength": 1, "maxLength": self.target.max_length}
+        name["pattern"] = r"^[^\x00]*\S[^\x00]*$"
+        return {"oneOf": [name, {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}]}
+
+
+NO_NUL = r"^[^\x00]*$"
+# Where a request body's rules between fields wait for `finish`: drf-spectacular's enum
+# hook would make each one-value enum in them (`transport: local`) a component. Each
+# rule is marked RULE: its `properties` restate fields described beside the rule.
+RULES, RULE = "x-rules", "x-rule"
+
+
+class StrictJSONScheme(OpenApiSerializerExtension):
+    """A request body of config.api_fields.StrictJSON: its own rules (`closed`,
+    `max_properties`, `one_of`) in its schema, as it enforces them."""
+
+    target_class = "config.api_fields.StrictJSON"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction) -> dict[str, Any]:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        own = [c for c in type(self.target).__mro__ if "__doc__" in vars(c) and c.__doc__]
+        if own and own[0].__module__ == "config.api_fields":  # the mixin's words, not its
+            schema.pop("description", None)
+        if direction != "request":
+            # A request's rules are not a stored value's: a run's step threads typed on
+            # the form may be any printable text.
+            for name, prop in schema.get("properties", {}).items():
+                blank_or = [p for p in prop.get("oneOf", []) if "pattern" in p]
+                if blank_or:  # drf-spectacular's oneOf [pattern, blank]: a plain string
+                    schema["properties"][name] = {
+                        "type": "string",
+                        "description": prop.get("description", ""),
+                        **(
+                            {"maxLength": blank_or[0]["maxLength"]}
+                            if "maxLength" in blank_or[0]
+                            else {}
+                        ),
+                    }
+                elif prop.get("type") == "string":
+                    prop.pop("pattern", None)
+            return schema
+        for name, field in self.target.fields.items():
+            prop = schema.get("properties", {}).get(name, {})
+            if isinstance(field, serializers.ListField):  # a list of texts: each item's
+                field, prop = field.child, prop.get("items", {})
+            text = isinstance(field, serializers.CharField) and prop.get("type") == "string"
+            if text and "pattern" not in prop:
+                prop["pattern"] = NO_NUL  # DRF refuses NUL in text (PostgreSQL cannot hold it)
+        if self.target.closed:
+            schema["additionalProperties"] = False
+        if self.target.max_properties is not None:
+            schema["maxProperties"] = self.target.max_properties
+        rules = self.target.schema_rules(partial=auto_schema.method == "PATCH")
+        if rules:
+            schema[RULES] = rules  # `allOf` once drf-spectacular's enum hook has run (finish)
+        groups = self.target.one_of
+        if groups:
+            props = schema.get("properties", {})
+            schema["oneOf"] = [
+                {
+                    "type": "object",
+                    "properties": {f: props[f] for f in group},
+                    "required": list(group),
+                    "not": {"anyOf": [{"required": [f]} for g in groups if g != group for f in g]},
+                }
+                for group in groups
+            ]
+        return schema
+
+
 class DetailSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong, in one line.")
 
 
 FIELD_ERRORS: dict[str, Any] = {
     "type": "object",
-    "description": "One key per refused field (its name), each a list of reasons; "
-    "`detail` when the body itself could not be read (not JSON, nested too deeply).",
+    "description": "`detail` says the first problem in one line; each refused field (a "
+    "nested one by its dotted path, `layout.dp`, `notify.2`; `non_field_errors` for the "
+    "body as a whole) has its reasons as a list of strings (config.api_errors).",
+    "properties": {"detail": {"type": "string", "description": "The first problem, in one line."}},
+    "required": ["detail"],
     "additionalProperties": {"type": "array", "items": {"type": "string"}},
 }
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    """The error answers of an endpoint, by status code."""
+    """The error answers of an endpoint, by status code (config.api_errors writes them)."""
     known = {
         400: OpenApiResponse(FIELD_ERRORS, "Refused: the reasons, by field."),
         401: OpenApiResponse(DetailSerializer, "No or a bad token (WWW-Authenticate: Token)."),
         403: OpenApiResponse(
             DetailSerializer, "Not logged in (session), or the permission is missing."
         ),
-        404: OpenApiResponse(DetailSerializer, "No such object."),
-        409: OpenApiResponse(DetailSerializer, "Conflicts with the object's state."),
+        404: OpenApiResponse(
+            DetailSerializer, "No such object (the URL's, or one the request names)."
+        ),
+        409: OpenApiResponse(DetailSerializer, "The objects' state refuses it (the reason)."),
         413: OpenApiResponse(DetailSerializer, "Body over FLAMEDECK_MAX_UPLOAD_MB."),
+        415: OpenApiResponse(DetailSerializer, "A body that is not JSON (multipart: imports)."),
     }
     return {code: known[code] for code in codes}
 
@@ -116,6 +204,9 @@ def described(help_texts: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return {name: {"help_text": text} for name, text in help_texts.items()}
 
 
+# A query parameter's id (config.params.parse_id's range).
+ID_MAX = 2**63 - 1
+ID: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": ID_MAX}
 READ_ERRORS = (401, 403, 404)
 WRITE_ERRORS = (400, 401, 403, 404)
 
@@ -160,7 +251,7 @@ def read_and_change(
         extend_schema(
             methods=["PATCH"],
             request=request,
-            responses={200: shown, **errors(*WRITE_ERRORS)},
+            responses={200: shown, **change.pop("responses", {}), **errors(*WRITE_ERRORS)},
             tags=tags,
             **change,
         ),
@@ -298,7 +389,8 @@ ID_OF = {"groups": "whole-job capture", "processes": "run process"}
 
 def finish(result: dict, generator, request, public) -> dict:
     """Postprocessing hook: a description for `{id}` path parameters (function views
-    name no model)."""
+    name no model), `required` on bodies that cannot be left out, the links between
+    operations (config.api_links)."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for path, operations in result.get("paths", {}).items():
         kind = path.split("/")[2]
@@ -307,8 +399,27 @@ def finish(result: dict, generator, request, public) -> dict:
                 if param["in"] == "path" and param["name"] == "id":
                     what = ID_OF.get(kind, kind.rstrip("s"))
                     param.setdefault("description", f"The {what}'s id.")
+            _required_body(operation.get("requestBody"), schemas)
+    for schema in schemas.values():
+        if RULES in schema:
+            schema["allOf"] = [{**rule, RULE: True} for rule in schema.pop(RULES)]
     _typed_nullable_refs(schemas)
+    add_links(result.get("paths", {}))
     return result
+
+
+def _required_body(body: dict | None, schemas: dict) -> None:
+    """A body whose schema refuses an empty object (required fields, a choice of
+    required groups: `oneOf`) must be sent: drf-spectacular marks only the first kind,
+    and a generated client would make the other optional."""
+    if not body:
+        return
+    for content in body.get("content", {}).values():
+        schema = content.get("schema", {})
+        ref = schema.get("$ref", "")
+        schema = schemas.get(ref.rpartition("/")[2], {}) if ref else schema
+        if schema.get("required") or schema.get("oneOf"):
+            body["required"] = True
 
 
 def _typed_nullable_refs(node: Any) -> None:

@@ -15,8 +15,13 @@ from runs.remote.model import PID_MAX  # Linux's pid_max limit (2^22), the build
 # Largest value a PostgreSQL bigint (Django's BigAutoField) holds.
 ID_MAX = 2**63 - 1
 _ASCII_INT = re.compile(r"-?[0-9]+\Z", re.ASCII)
-# Up to 17 decimals: what JavaScript writes for a double (a timeline's `from`/`to`).
-_ASCII_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,17})?\Z", re.ASCII)
+# Up to 24 decimals: a double's 17 significant digits after the zeros Python (up to 4,
+# `0.00012345678901234567`) or JavaScript (up to 6) writes before them (a timeline's
+# `from`/`to`). An exponent too (`1e-05`: how both write a smaller number), of at most
+# three digits.
+_ASCII_DECIMAL = re.compile(
+    r"-?(?:[0-9]{1,15}(?:\.[0-9]{0,24})?|\.[0-9]{1,24})(?:[eE][-+]?[0-9]{1,3})?\Z", re.ASCII
+)
 
 
 def parse_int(value: object, *, name: str, minimum: int = 0, maximum: int = ID_MAX) -> int:
@@ -75,10 +80,15 @@ def parse_pid(value: object, *, name: str = "pid") -> int:
     return parse_int(value, name=name, minimum=1, maximum=PID_MAX)
 
 
-def query_int(params, name: str, *, minimum: int = 0, maximum: int = ID_MAX) -> int | None:
-    """An optional integer query parameter: None when absent or empty, else parsed
-    (a bad value raises ValidationError, which pages and the API answer with 400)."""
+def query_int(
+    params, name: str, *, minimum: int = 0, maximum: int = ID_MAX, allow_blank: bool = True
+) -> int | None:
+    """An optional integer query parameter: None when absent or empty (a page's form
+    sends its empty fields; the API, `allow_blank=False`, refuses them), else parsed (a
+    bad value raises ValidationError, which pages and the API answer with 400)."""
     value = params.get(name, "")
+    if not allow_blank and name in params:
+        return parse_int(value, name=name, minimum=minimum, maximum=maximum)
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     return parse_int(value, name=name, minimum=minimum, maximum=maximum)

@@ -51,6 +51,8 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", []) or default_csrf_orig
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Under /api/ a refused CSRF check answers JSON naming it, like every API error.
+CSRF_FAILURE_VIEW = "config.api_errors.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # HTTPS behind a proxy (docs/deployment.md): all off by default so `make run` works
@@ -136,6 +138,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: an error under /api/ that any layer below answered as a page becomes JSON.
+    "config.api_errors.ApiErrorMiddleware",
     "config.middleware.UploadLimitMiddleware",
     "config.middleware.RequestBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from rest_framework import serializers, status
@@ -11,9 +12,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from config.api import api
-from config.api_fields import StrictIntegerField
-from config.params import parse_pid
-from profiles.pyspy.layout import layout_problem
+from config.api_errors import Conflict
+from config.api_fields import StrictIntegerField, StrictJSON
 
 from . import api_schema as schema
 from . import capture_fields, selectors, services
@@ -21,7 +21,7 @@ from .models import Host, Run, RunProcess
 from .permissions import redact_check
 
 
-class HostSerializer(serializers.ModelSerializer):
+class HostSerializer(StrictJSON, serializers.ModelSerializer):
     port = StrictIntegerField(
         minimum=1,
         maximum=65535,
@@ -34,7 +34,13 @@ class HostSerializer(serializers.ModelSerializer):
         model = Host
         fields = ["id", *Host.EDITABLE_FIELDS, "last_check", "last_checked_at"]
         read_only_fields = ["last_check", "last_checked_at"]
-        extra_kwargs = schema.described(schema.HOST_FIELDS)
+        extra_kwargs = {
+            name: {**schema.described(schema.HOST_FIELDS).get(name, {}), **rules}
+            for name, rules in {
+                **dict.fromkeys(schema.HOST_FIELDS, {}),
+                **schema.HOST_RULES,
+            }.items()
+        }
 
     def to_representation(self, instance: Host) -> dict:
         data = super().to_representation(instance)
@@ -43,20 +49,51 @@ class HostSerializer(serializers.ModelSerializer):
         return data
 
     def validate(self, attrs):
-        host = Host(**{**self._current(), **attrs})
-        try:
-            host.clean()
-        except Exception as exc:  # ValidationError from the model
-            raise serializers.ValidationError(getattr(exc, "message_dict", str(exc))) from exc
+        if self.instance is None and attrs.get("transport", "ssh") == "ssh":
+            if not attrs.get("address"):
+                raise ValidationError({"address": ["An SSH host needs an address or ssh alias."]})
+        if attrs.get("transport") == "local":
+            # The server's own commands: their wrapper and py-spy are set by bootstrap.
+            if attrs.get("exec_prefix"):
+                raise ValidationError({"exec_prefix": ["A local host has no exec prefix here."]})
+            if attrs.get("py_spy", LOCAL_PY_SPY) != LOCAL_PY_SPY:
+                raise ValidationError({"py_spy": [f"A local host's py-spy is {LOCAL_PY_SPY!r}."]})
         return attrs
 
-    def _current(self) -> dict:
-        if self.instance is None:
-            return {}
-        return {f: getattr(self.instance, f) for f in self.Meta.fields if f not in ("id",)}
+    def schema_rules(self, *, partial: bool = False) -> list[dict]:
+        local = {
+            "properties": {"exec_prefix": {"maxLength": 0}, "py_spy": {"enum": [LOCAL_PY_SPY]}}
+        }
+        rules = [{"anyOf": [{"properties": {"transport": {"enum": ["ssh"]}}}, local]}]
+        if not partial:  # a new host is SSH unless it says local, and SSH needs an address
+            said_local = {
+                "required": ["transport"],
+                "properties": {"transport": {"enum": ["local"]}},
+            }
+            address = {"required": ["address"], "properties": {"address": {"minLength": 1}}}
+            rules.append({"anyOf": [said_local, address]})
+        return rules
 
 
-class RunSerializer(serializers.ModelSerializer):
+# What a body may give a local host's py-spy (the server keeps the one bootstrap found).
+LOCAL_PY_SPY = "py-spy"
+# The refusals runs.services.host_save makes from a local host's stored wrapper and
+# py-spy, or from a deployment without local hosts: the state's, not the body's (409).
+LOCAL_FIXED = {"transport", "exec_prefix", "py_spy"}
+
+
+def _host_checked(host: Host, *, pk: int | None = None) -> None:
+    """What the schema cannot say about a host: its name is free (409), and a change
+    leaves an SSH host an address (409: the host's own state refuses it)."""
+    if Host.objects.filter(name=host.name).exclude(pk=pk).exists():
+        raise Conflict(f"name: a host named {host.name[:100]!r} exists already")
+    try:
+        host.clean()
+    except DjangoValidationError as exc:
+        raise Conflict("; ".join(exc.messages)) from None
+
+
+class RunSerializer(StrictJSON, serializers.ModelSerializer):
     tags = serializers.SlugRelatedField(
         many=True, read_only=True, slug_field="name", help_text=schema.RUN_FIELDS["tags"]
     )
@@ -75,7 +112,24 @@ class RunSerializer(serializers.ModelSerializer):
             "library_paths",
             "step_threads",
         ]
-        extra_kwargs = schema.described(schema.RUN_FIELDS)
+        extra_kwargs = {
+            **schema.described(schema.RUN_FIELDS),
+            # What the models allow, as a schema pattern can say it: printable ASCII
+            # (the models take any printable text; forms still do).
+            "library_paths": {"validators": [RegexValidator(schema.LIBRARY_PATHS)]},
+            "step_threads": {"validators": [RegexValidator(schema.STEP_THREADS)]},
+        }
+
+
+def _host_saved(host: Host, *, user) -> None:
+    try:
+        services.host_save(host=host, user=user, via="api")
+    except DjangoValidationError as exc:
+        fields = set(exc.message_dict) if hasattr(exc, "error_dict") else set()
+        if host.is_local and fields and fields <= LOCAL_FIXED:
+            said = (f"{f}: {m}" for f, ms in exc.message_dict.items() for m in ms)
+            raise Conflict("; ".join(said)) from None
+        raise
 
 
 def _invalid(exc: DjangoValidationError) -> ValidationError:
@@ -99,7 +153,8 @@ def host_list(request):
         serializer = HostSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         host = Host(**serializer.validated_data)
-        services.host_save(host=host, user=request.user, via="api")
+        _host_checked(host)
+        _host_saved(host, user=request.user)
         body = HostSerializer(host, context={"user": request.user}).data
         return Response(body, status=status.HTTP_201_CREATED)
     hosts = HostSerializer(Host.objects.all(), many=True, context={"user": request.user})
@@ -115,7 +170,8 @@ def host_detail(request, pk: int):
         serializer.is_valid(raise_exception=True)
         for field, value in serializer.validated_data.items():
             setattr(host, field, value)
-        services.host_save(host=host, user=request.user, via="api")
+        _host_checked(host, pk=host.pk)
+        _host_saved(host, user=request.user)
     return Response(HostSerializer(host, context={"user": request.user}).data)
 
 
@@ -147,40 +203,54 @@ def run_list(request):
     return Response(RunSerializer(runs, many=True).data)
 
 
-@schema.run_detail(RunSerializer)
+class RunChangeSerializer(StrictJSON, serializers.Serializer):
+    """PATCH /api/runs/<id>/: any of the run's remembered capture settings and how its
+    captures are analysed; an empty body changes nothing."""
+
+    capture_settings = schema.RememberedSettingsSerializer(
+        required=False,
+        help_text='What "Capture all" (and the run\'s capture buttons) open with next '
+        "time; refused like a whole-job capture's settings.",
+    )
+    library_paths = RunSerializer().fields["library_paths"]
+    step_threads = RunSerializer().fields["step_threads"]
+
+    def validate_capture_settings(self, value: dict) -> dict:
+        try:
+            return capture_fields.remembered(self.initial_data["capture_settings"])
+        except DjangoValidationError as exc:
+            raise _invalid(exc) from None
+
+
+@schema.run_detail(RunSerializer, RunChangeSerializer)
 @api(["GET", "PATCH"])
 def run_detail(request, pk: int):
     """The run with its processes; PATCH stores `capture_settings` ("Capture all"),
     `library_paths` (what the analysis counts as library code) and/or `step_threads`
     (the threads the whole-job report reads as the training step)."""
     run = get_object_or_404(Run.objects.prefetch_related("tags"), pk=pk)
-    patch = request.method == "PATCH" and isinstance(request.data, dict)
-    analysis = [f for f in ANALYSIS_FIELDS if patch and f in request.data]
-    for field in analysis:
-        _save_analysis_field(run, request.data, field)
-    if request.method == "PATCH" and ("capture_settings" in request.data or not analysis):
-        if not isinstance(request.data.get("capture_settings"), dict):
-            raise ValidationError({"capture_settings": ["give an object of capture settings"]})
-        try:
-            cleaned = capture_fields.remembered(request.data["capture_settings"])
-        except DjangoValidationError as exc:
-            raise _invalid(exc) from None
-        services.run_capture_settings_save(run=run, settings_=cleaned)
+    if request.method == "PATCH":
+        change = RunChangeSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        for field in ANALYSIS_FIELDS:
+            if field in change.validated_data:
+                _save_analysis_field(run, change.validated_data, field)
+        if "capture_settings" in change.validated_data:
+            cleaned = change.validated_data["capture_settings"]
+            services.run_capture_settings_save(run=run, settings_=cleaned)
     return Response(run_json(run))
 
 
 ANALYSIS_FIELDS = ("library_paths", "step_threads")
 
 
-def _save_analysis_field(run: Run, data: object, field: str) -> None:
-    """Validate and store one of ANALYSIS_FIELDS (what new analyses of the run use)."""
-    serializer = RunSerializer(run, data={field: data[field]}, partial=True)  # type: ignore[index]
-    serializer.is_valid(raise_exception=True)
+def _save_analysis_field(run: Run, data: dict, field: str) -> None:
+    """Store one of ANALYSIS_FIELDS (what new analyses of the run use)."""
     save = {
         "library_paths": services.run_library_paths_save,
         "step_threads": services.run_step_threads_save,
     }[field]
-    save(run=run, **{field: serializer.validated_data.get(field, "")})
+    save(run=run, **{field: data.get(field) or ""})
 
 
 def _host_or_400(value: object) -> Host:
@@ -192,30 +262,6 @@ def _host_or_400(value: object) -> Host:
     return host
 
 
-def _pid_or_400(value: object) -> int:
-    try:
-        return parse_pid(value)
-    except DjangoValidationError as exc:
-        raise _invalid(exc) from None
-
-
-def _role(value: object) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > 100:
-        raise ValidationError({"role": ["role must be text of at most 100 characters"]})
-    return value
-
-
-def _layout(value: object) -> dict[str, int] | None:
-    if value is None:
-        return None
-    problem = layout_problem(value)
-    if problem:
-        raise ValidationError({"layout": [problem]})
-    return value or None  # type: ignore[return-value]  # {}: nothing said
-
-
 @schema.run_processes
 @api(["GET", "POST"])
 def run_processes(request, pk: int):
@@ -223,8 +269,10 @@ def run_processes(request, pk: int):
     run = get_object_or_404(Run, pk=pk)
     if request.method == "GET":
         return Response([selectors.process_json(p) for p in selectors.run_processes(run=run)])
-    host = _host_or_400(request.data.get("host"))
-    pid, role = _pid_or_400(request.data.get("pid")), _role(request.data.get("role"))
+    body = schema.ProcessRequestSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    host, pid = _host_or_400(body.validated_data["host"]), body.validated_data["pid"]
+    role = body.validated_data.get("role") or ""
     try:
         attached = services.run_process_attach(run=run, host=host, pid=pid, role=role)
     except DjangoValidationError as exc:
@@ -278,20 +326,18 @@ def register(request):
     optional, its place in the job's parallel layout, profiles.pyspy.layout). The PID
     is checked on its host first: one that does not run there is a 400; one whose host
     cannot be asked is attached with `"alive": null` and a `warning`."""
-    name = request.data.get("run")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        raise ValidationError({"run": ["give the run's name (text, at most 200 characters)"]})
-    host = _host_or_400(request.data.get("host"))
-    pid, role = _pid_or_400(request.data.get("pid")), _role(request.data.get("role"))
-    layout = _layout(request.data.get("layout"))
+    body = schema.RegisterRequestSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    given = body.validated_data
+    host = _host_or_400(given["host"])
     run, attached, run_created = services.run_register(
         user=request.user,
-        run_name=name.strip(),
+        run_name=given["run"].strip(),
         host=host,
-        pid=pid,
-        role=role,
-        launch=request.data.get("launch") or "",
-        layout=layout,
+        pid=given["pid"],
+        role=given.get("role") or "",
+        launch=given.get("launch") or "",
+        layout=given.get("layout") or None,
     )
     body = {
         # Absolute: the registering rank prints it, far from any browser tab.

@@ -5,6 +5,7 @@ checks that what they answer matches what is written here."""
 
 import functools
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -14,7 +15,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 
-from config.api_fields import PidField
+from config.api_fields import NOT_BLANK, NameOrIdField, PidField, StrictJSON
 from config.api_schema import (
     READ_ERRORS,
     WRITE_ERRORS,
@@ -25,7 +26,7 @@ from config.api_schema import (
     read_and_change,
     typed,
 )
-from profiles.pyspy.layout import AXES, MAX_AXES, MAX_COORDINATE
+from profiles.pyspy.layout import AXES, MAX_AXES, MAX_COORDINATE, layout_problem
 
 from .capture_serializers import RememberedSettingsSerializer
 from .remote.model import Cause, HostCheck, ProcessInfo
@@ -44,6 +45,17 @@ HOST_FIELDS = {
     "last_check": "The last connection test (see `POST /api/hosts/{id}/check/`).",
     "last_checked_at": "When that test ran.",
 }
+# The rules of runs.remote.model's checks that a pattern can state, enforced as written
+# (a name's uniqueness is a 409, not a field rule). An exec prefix in the API is words
+# without quotes or backslashes (always split the same; the form takes shell quoting).
+CONTROL = r"\x00-\x1f\x7f"
+HOST_RULES = {
+    "name": {"validators": [RegexValidator(NOT_BLANK)]},
+    "address": {"validators": [RegexValidator(r"^[A-Za-z0-9_.:][A-Za-z0-9_.:-]*$")]},
+    "username": {"validators": [RegexValidator(r"^[A-Za-z0-9_.][A-Za-z0-9_.@-]*$")]},
+    "exec_prefix": {"validators": [RegexValidator(rf"^[^'\"\\{CONTROL}]+$")]},
+    "py_spy": {"validators": [RegexValidator(rf"^[^{CONTROL}]+$")]},
+}
 RUN_FIELDS = {
     "id": "The run's id.",
     "name": "The training job's name (the key `POST /api/register/` finds runs by).",
@@ -54,6 +66,11 @@ RUN_FIELDS = {
     "ended_at": "When it ended, if it has.",
     "created_at": "When the run was created in flamedeck.",
 }
+
+# A run's analysis fields in the API: printable ASCII; library paths at most 200 lines
+# of at most 300 characters (runs.models.validate_library_paths takes any printable text).
+STEP_THREADS = r"^[\x20-\x7e]+$"
+LIBRARY_PATHS = r"^(?=[\x20-\x7e\n])(?:[\x20-\x7e]{0,300}\n){0,199}[\x20-\x7e]{0,300}$"
 
 
 typed(
@@ -103,10 +120,25 @@ def shown_host(host_serializer: type[serializers.ModelSerializer]):
     return HostSerializer
 
 
-# A rank's place in the job's parallel layout: one optional field per known axis.
+class _Layout(StrictJSON, serializers.Serializer):
+    """A rank's place in the job's parallel layout: known axes only, at most MAX_AXES
+    (profiles.pyspy.layout.layout_problem, the one rule)."""
+
+    closed = True
+    max_properties = MAX_AXES
+    json_types = None  # layout_problem says what a layout is, in its own words
+
+    def to_internal_value(self, data):
+        problem = layout_problem(data)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return super().to_internal_value(data)
+
+
+# One optional field per known axis.
 LayoutSerializer = type(
     "LayoutSerializer",
-    (serializers.Serializer,),
+    (_Layout,),
     {
         axis: serializers.IntegerField(
             required=False,
@@ -175,19 +207,33 @@ def run_detail_serializer(run_serializer: type[serializers.ModelSerializer]):
     return RunDetailSerializer
 
 
-class ProcessRequestSerializer(serializers.Serializer):
-    host = serializers.CharField(help_text="The host's name or id.")
+class ProcessRequestSerializer(StrictJSON, serializers.Serializer):
+    host = NameOrIdField(
+        max_length=100,
+        help_text="The host's name or id; 400 naming it when no host has that name.",
+    )
     pid = PidField(help_text="Process id on that host; it must be running there.")
     role = serializers.CharField(
-        required=False, max_length=100, help_text="Label such as rank-3 (optional)."
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        max_length=100,
+        trim_whitespace=False,
+        help_text="Label such as rank-3 (optional).",
     )
 
 
 class RegisterRequestSerializer(ProcessRequestSerializer):
-    run = serializers.CharField(max_length=200, help_text="The run's name; created if new.")
+    run = serializers.CharField(
+        max_length=200,
+        validators=[RegexValidator(NOT_BLANK)],
+        help_text="The run's name (not blank); created if new.",
+    )
     pid = PidField(help_text="The registering process's own PID.")
     launch = serializers.CharField(
         required=False,
+        allow_blank=True,
+        allow_null=True,
         max_length=200,
         help_text="The launch this process belongs to (TORCHELASTIC_RUN_ID, or "
         "FLAMEDECK_LAUNCH when set). A role the run already has from another PID retires "
@@ -246,7 +292,11 @@ def host_list(host_serializer):
         created=shown_host(host_serializer),
         summary="Add a host (host admins)",
         description="Refused with 400 naming the field when the command builder "
-        "could not use it (an address with shell syntax, an unbalanced exec prefix).",
+        "could not use it (an address with shell syntax, quotes in the exec prefix), for "
+        "an SSH host (the default transport) without an address, and for a local host "
+        "with an exec prefix or a py-spy other than `py-spy`; 409 when the name is taken "
+        "or this server keeps no local host (FLAMEDECK_LOCAL_HOST off).",
+        responses=errors(409),
     )
 
 
@@ -259,7 +309,12 @@ def host_detail(host_serializer):
         request=host_serializer,
         summary="Change a host",
         description="Host admins change any field, operators only `notes`; every "
-        "change of how the host is reached is recorded in its change log.",
+        "change of how the host is reached is recorded in its change log. A body that "
+        "says `transport: local` gives no exec prefix and no py-spy but `py-spy` (400). "
+        "409 when the name is taken or the host as stored refuses the change: an SSH host "
+        "left without an address, a local host's exec prefix or py-spy (set on the server "
+        "only), a local host where this server keeps none.",
+        responses=errors(409),
     )
 
 
@@ -288,26 +343,18 @@ def run_list(run_serializer):
     )
 
 
-def run_detail(run_serializer):
-    settings_body = inline_serializer(
-        "RunCaptureSettings",
-        {
-            "capture_settings": RememberedSettingsSerializer(
-                help_text='What "Capture all" (and the run\'s capture buttons) open with '
-                "next time; refused like a whole-job capture's settings."
-            )
-        },
-    )
+def run_detail(run_serializer, change_serializer):
     return read_and_change(
         tags=RUNS,
         shown=run_detail_serializer(run_serializer),
         read_summary="One run with its processes",
         read_description="Its fields, its page, the settings Capture all remembers and its "
         "processes with their last liveness marks.",
-        request=settings_body,
-        summary="Remember the run's capture settings",
-        description="What Capture all (and the run's capture buttons) open with next "
-        "time; refused like a whole-job capture's settings.",
+        request=change_serializer,
+        summary="Change the run's capture settings and analysis",
+        description="Any of: what Capture all (and the run's capture buttons) open with "
+        "next time (refused like a whole-job capture's settings), `library_paths`, "
+        "`step_threads`. An empty body changes nothing.",
     )
 
 
@@ -357,8 +404,9 @@ register = extend_schema(
     description="Gets or creates the run by name and attaches (host, pid, role); "
     "idempotent, safe for every rank of a job at the same instant. 201 when the run "
     "or the process is new, 200 when both were known. The host must exist under "
-    "that name (400 naming it otherwise); a `layout` with an unknown axis or a "
-    "coordinate out of bounds is a 400 naming it. Operators' tokens.",
+    "that name (400 naming it otherwise) and the PID run there (400 if not; attached "
+    "with `alive: null` and a `warning` when the host cannot be asked); a `layout` with "
+    "an unknown axis or a coordinate out of bounds is a 400 naming it. Operators' tokens.",
     request=RegisterRequestSerializer,
     responses={
         201: RegisteredSerializer,

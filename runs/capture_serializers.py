@@ -9,6 +9,8 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
+from config.api_fields import StrictJSON
+
 from .capture_fields import clean, maximum
 from .capture_settings import BY_NAME, CONFLICTS, SETTINGS, Setting, names
 
@@ -19,6 +21,7 @@ class SettingField(serializers.Field):
 
     def __init__(self, setting: Setting, *, job: bool = False) -> None:
         self.setting, self.job = setting, job
+        self.json_types = (bool,) if setting.is_switch else (int,)  # config.api_fields
         super().__init__(required=False, help_text=setting.help)
 
     def to_internal_value(self, data: object) -> object:
@@ -42,7 +45,7 @@ class SettingFieldScheme(OpenApiSerializerFieldExtension):
         return {"type": "integer", **schema, **bounds}
 
 
-class CaptureSettingsSerializer(serializers.Serializer):
+class CaptureSettingsSerializer(StrictJSON, serializers.Serializer):
     """Every py-spy setting of a one-process capture (defaults, bounds and help from
     runs.capture_settings), checked together by `clean` in `validate`."""
 
@@ -55,6 +58,9 @@ class CaptureSettingsSerializer(serializers.Serializer):
     def validate(self, attrs: dict) -> dict:
         given = {name: attrs.pop(name) for name in list(attrs) if name in BY_NAME}
         return {**attrs, **clean(given, kind=attrs.get("kind", "record"), job=self.job)}
+
+    def schema_rules(self, *, partial: bool = False) -> list[dict]:
+        return conflict_rules(job=self.job, kinds="kind" in self.fields)
 
 
 class JobCaptureSettingsSerializer(CaptureSettingsSerializer):
@@ -81,15 +87,60 @@ class JobCaptureSettingsSerializer(CaptureSettingsSerializer):
     )
 
     def validate(self, attrs: dict) -> dict:
-        if (attrs.get("repeat", 3) - 1) * attrs.get("interval", 1.0) > MAX_DUMP_SPAN_S:
+        if attrs["interval"] > longest_interval(attrs["repeat"]):
             raise serializers.ValidationError(
                 {"interval": f"(repeat - 1) x interval may span {MAX_DUMP_SPAN_S:g} s at most: "
                  "a hung job is told apart from a slow one within seconds"}
             )  # fmt: skip
         return super().validate(attrs)
 
+    def schema_rules(self, *, partial: bool = False) -> list[dict]:
+        # The span as bounds a schema can state: `interval`'s maximum for each `repeat`
+        # (the same division `validate` compares with, so the bounds match exactly).
+        repeat, interval = self.fields["repeat"], self.fields["interval"]
+
+        def span(given: dict, repeats: int) -> dict:
+            longest = longest_interval(repeats)
+            if longest < interval.max_value:  # else no bound beyond the field's own
+                given.setdefault("properties", {})["interval"] = {"maximum": longest}
+            return given
+
+        spans = [
+            span({"not": {"required": ["repeat"]}}, repeat.default),
+            *(
+                span({"required": ["repeat"], "properties": {"repeat": {"enum": [n]}}}, n)
+                for n in range(repeat.min_value, repeat.max_value + 1)
+            ),
+        ]
+        return [*super().schema_rules(partial=partial), {"anyOf": spans}]
+
 
 MAX_DUMP_SPAN_S = 30.0
+
+
+def longest_interval(repeat: int) -> float:
+    """The longest `interval` whose `repeat` dumps span MAX_DUMP_SPAN_S at most."""
+    return MAX_DUMP_SPAN_S / (repeat - 1) if repeat > 1 else MAX_DUMP_SPAN_S
+
+
+def conflict_rules(*, job: bool, kinds: bool) -> list[dict]:
+    """CONFLICTS as JSON Schema: for each, not every one of its settings on (given
+    true, or left out with a default of true), for a capture of its kinds (`kinds`:
+    the body has a `kind`, record by default; without one it is a record)."""
+    rules = []
+    for conflict in CONFLICTS:
+        if not kinds and "record" not in conflict.kinds:
+            continue
+        every = [
+            {"properties": {name: {"enum": [True]}}}
+            | ({} if BY_NAME[name].default_for(job=job) is True else {"required": [name]})
+            for name in conflict.settings
+        ]
+        if kinds:
+            kind = {"properties": {"kind": {"enum": list(conflict.kinds)}}}
+            every.append(kind if "record" in conflict.kinds else {**kind, "required": ["kind"]})
+        rules.append({"not": {"allOf": every}})
+    return rules
 
 
 def _refused_together() -> str:
@@ -110,9 +161,14 @@ class SettingsAnswerSerializer(serializers.Serializer):
         return {s.name: kinds[s.is_switch](help_text=s.help) for s in SETTINGS}
 
 
-class RememberedSettingsSerializer(serializers.Serializer):
+class RememberedSettingsSerializer(StrictJSON, serializers.Serializer):
     """What "Capture all" opens with next time on a run (a whole-job record's
     settings); empty until it was used once."""
 
+    closed = True  # runs.capture_fields.remembered refuses any other name
+
     def get_fields(self) -> dict[str, serializers.Field]:
         return {s.name: SettingField(s, job=True) for s in SETTINGS if s.name in names("record")}
+
+    def schema_rules(self, *, partial: bool = False) -> list[dict]:
+        return conflict_rules(job=True, kinds=False)

@@ -644,7 +644,9 @@ def test_bad_watch_requests_are_refused_with_400_naming_the_field_and_save_nothi
             _json(corpus, url, make(value), method="patch")
             status = corpus.send("superuser", "patch", url, data=json.dumps(make(value)),
                                  content_type="application/json")  # fmt: skip
-            assert status == 400, (field, value, status)
+            # A well-formed id of no capture, or of no alert of this watch: 404 (issue 49).
+            named = value == 2**63 - 1 and field in ("baseline", "acknowledge")
+            assert status == (404 if named else 400), (field, value, status)
         for _field, make in creates:
             _json(corpus, "/api/watches/", make(value))
         pages = [(f"/watches/{watch.pk}/acknowledge/", {"alert": value}),
@@ -656,9 +658,12 @@ def test_bad_watch_requests_are_refused_with_400_naming_the_field_and_save_nothi
                 form = {k: "" if v is None else v for k, v in form.items()}
                 corpus.everyone("post", page, data=form)
                 assert corpus.send("superuser", "post", page, data=form) == 400, (page, value)
-    for field, body in foreign_ids:
+    # Another watch's alert is not this watch's (404); another run's capture is not a
+    # baseline this watch's state takes (409).
+    for (field, body), status in zip(foreign_ids, (404, 409), strict=True):
         response = corpus.clients["operator"].patch(url, json.dumps(body), "application/json")
-        assert response.status_code == 400 and field in response.json(), response.content
+        assert response.status_code == status, response.content
+        assert response.json()["detail"].startswith(f"{field}: "), response.content
     assert _watch_row(watch) == before and Watch.objects.count() == watches
     assert set(Alert.objects.values_list("status", flat=True)) == {"open"}
     assert not NotifyTarget.objects.exists()

@@ -21,15 +21,20 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers as s
 
+from config.api_fields import NOT_BLANK
 from config.api_schema import (
+    ID,
+    ID_MAX,
     READ_ERRORS,
     WRITE_ERRORS,
+    DetailSerializer,
     described,
     errors,
     list_and_create,
     shape_of,
     typed,
 )
+from profiles.captures.timelines import MIN_WINDOW_S
 from profiles.jobs import bounds
 from profiles.models import Capture, CaptureGroup
 from profiles.pyspy import compare as comparing
@@ -75,6 +80,13 @@ FlameNodeSerializer = typed(
     },
 )
 typed(types.FrameStat, {"frame": "`function (file.py:line)` or `symbol (library.so)`.", **SHARE})
+# FrameworkCaller extends FrameworkFrame, but a TypedDict keeps no bases on Python 3.11:
+# the fields it inherits take their words from FrameworkFrame's docstrings.
+_FRAMEWORK_FRAME = typed(types.FrameworkFrame)
+typed(
+    types.FrameworkCaller,
+    {n: str(f.help_text) for n, f in _FRAMEWORK_FRAME._declared_fields.items()},
+)
 typed(
     types.StateStat,
     {
@@ -246,7 +258,6 @@ typed(
     types.DumpFrame,
     {
         "name": "The function (or native symbol).",
-        "location": "`file.py:line` (or the library).",
         "native": "A native frame.",
         "locals": "Its local variables (py-spy dump --locals).",
     },
@@ -513,8 +524,10 @@ class CaptureCreatedSerializer(s.Serializer):
 
 class BusySerializer(s.Serializer):
     detail = s.CharField(help_text="Which capture is already on that process.")
-    busy = s.IntegerField(help_text="Its id.")
-    busy_status = s.ChoiceField(Capture.Status.choices, help_text="Its status.")
+    busy = s.IntegerField(required=False, help_text="Its id (when a capture is busy on it).")
+    busy_status = s.ChoiceField(
+        Capture.Status.choices, required=False, help_text="Its status (with `busy`)."
+    )
 
 
 class UnsentSerializer(s.Serializer):
@@ -532,7 +545,12 @@ class CancelSerializer(s.Serializer):
 class ImportRequestSerializer(s.Serializer):
     file = s.FileField(help_text="py-spy raw or speedscope JSON, plain or gzip.")
     log = s.FileField(required=False, help_text="py-spy's stdout, for the lag report.")
-    run = s.IntegerField(required=False, help_text="A run's id to file it under.")
+    run = s.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=ID_MAX,
+        help_text="A run's id to file it under (404 if none).",
+    )
 
 
 class ImportedSerializer(s.Serializer):
@@ -642,10 +660,14 @@ class RankPageSerializer(s.Serializer):
 def rank_page_parameters(what: str, most: int = bounds.MAX_RANKS) -> list[OpenApiParameter]:
     """`?offset=&limit=`: a page of `what` (profiles.jobs.bounds)."""
     return [
-        OpenApiParameter("offset", int, description=f"The first of the {what} to carry, from 0."),
+        OpenApiParameter(
+            "offset",
+            {"type": "integer", "minimum": 0, "maximum": ID_MAX},
+            description=f"The first of the {what} to carry, from 0.",
+        ),
         OpenApiParameter(
             "limit",
-            int,
+            {"type": "integer", "minimum": 1, "maximum": most},
             description=f"How many {what} to carry: 1-{most}, default "
             f"{bounds.RANKS_PER_PAGE} (a larger job's answer carries a page; ask for the next "
             "with `offset`).",
@@ -1030,10 +1052,11 @@ def capture_list(request_serializer):
         request=request_serializer,
         created=CaptureCreatedSerializer,
         summary="Capture a process",
+        responses={**busy_or_unsent(UnsentSerializer), **errors(404)},
         description="`{host, pid}` or `{process}` (a run process's id), the kind and "
-        f"py-spy settings ({PROCESS_SETTINGS}). 409 when a capture is already on that "
-        "host and PID; 503 when the broker cannot be reached.",
-        responses=busy_or_unsent(UnsentSerializer),
+        f"py-spy settings ({PROCESS_SETTINGS}). 404 when the host, process or run it "
+        "names does not exist; 409 when a capture is already on that host and PID; 503 "
+        "when the broker cannot be reached.",
     )
 
 
@@ -1053,10 +1076,32 @@ capture_flamegraph = extend_schema(
     "pruned mass as explicit nodes; `?thread=` keeps those threads' subtrees. 404 when the "
     "capture has no flamegraph (not parsed yet, a dump, or failed).",
     parameters=[
-        OpenApiParameter("max_nodes", int, description="Prune to this many nodes (10–50000)."),
+        OpenApiParameter(
+            "max_nodes",
+            {"type": "integer", "minimum": 10, "maximum": 50000},
+            description="Prune to this many nodes (10–50000; 8192).",
+        ),
+        OpenApiParameter(
+            "from",
+            {"type": "number", "minimum": 0, "maximum": 86400},
+            description="The flamegraph of a window from here, seconds since the first "
+            "sample (a capture that keeps time; 409 otherwise); without `to`, to the end.",
+        ),
+        OpenApiParameter(
+            "to",
+            {"type": "number", "minimum": 0, "maximum": 86400},
+            description="The window's end, excluded (without `from`: from the start). 400 "
+            f"when the window is shorter than {MIN_WINDOW_S:g} s or ends before it starts.",
+        ),
         THREAD,
     ],
-    responses={200: OpenApiResponse(FlameNodeSerializer, "The tree."), **errors(*READ_ERRORS)},
+    responses={
+        200: OpenApiResponse(FlameNodeSerializer, "The tree."),
+        409: OpenApiResponse(
+            DetailSerializer, "A window (`from`, `to`) of a capture that keeps no time."
+        ),
+        **errors(400, *READ_ERRORS),
+    },
     tags=CAPTURES,
 )
 
@@ -1066,8 +1111,17 @@ capture_sandwich = extend_schema(
     "sample: who calls it (inverted) and what it calls. A pruned tree gives bounds "
     "(`approximate`); no exact match gives `suggestions`.",
     parameters=[
-        OpenApiParameter("frame", str, required=True, description="The frame's full name."),
-        OpenApiParameter("max_nodes", int, description="Prune each side (10–20000; 2000)."),
+        OpenApiParameter(
+            "frame",
+            {"type": "string", "pattern": NOT_BLANK},
+            required=True,
+            description="The frame's full name.",
+        ),
+        OpenApiParameter(
+            "max_nodes",
+            {"type": "integer", "minimum": 10, "maximum": 20000},
+            description="Prune each side (10–20000; 2000).",
+        ),
         THREAD,
     ],
     responses={200: shape_of(Sandwich), **errors(*WRITE_ERRORS)},
@@ -1099,8 +1153,8 @@ def run_capture_all(settings_serializer):
         description="One window for every process, with the same settings; processes "
         "the last check found exited are skipped. With `kind` dump, every process's stacks "
         "`repeat` times, `interval` seconds apart; the group then carries `stacks`. "
-        "409 when one is already being captured; "
-        "400 when the run has no process or more hosts than the capture workers' threads.",
+        "409 when one is already being captured, or the run has no process or more hosts "
+        "than the capture workers' threads.",
         request=settings_serializer,
         responses={
             201: GroupSerializer,
@@ -1132,9 +1186,14 @@ group_flamegraph = extend_schema(
     parameters=[
         OpenApiParameter(
             "capture",
-            int,
-            many=True,
-            description=f"Only these captures' ids (at most {bounds.FLAMEGRAPH_PROCESSES}).",
+            {
+                "type": "array",
+                "items": ID,
+                "maxItems": bounds.FLAMEGRAPH_PROCESSES,
+            },
+            explode=True,
+            description=f"Only these captures' ids (at most {bounds.FLAMEGRAPH_PROCESSES}, "
+            "`?capture=1&capture=2`).",
         )
     ],
     responses={
@@ -1160,10 +1219,10 @@ compare = extend_schema(
     "its 95% interval, the change with its interval and a verdict. 400 when either has no "
     "samples.",
     parameters=[
-        OpenApiParameter("a", int, required=True, description="A capture's id."),
-        OpenApiParameter("b", int, required=True, description="The other's (order is by time)."),
+        OpenApiParameter("a", ID, required=True, description="A capture's id."),
+        OpenApiParameter("b", ID, required=True, description="The other's (order is by time)."),
         THREAD,
     ],
-    responses={200: ComparisonSerializer, **errors(*WRITE_ERRORS)},
+    responses={200: ComparisonSerializer, **errors(*WRITE_ERRORS, 409)},
     tags=COMPARE,
 )

@@ -16,7 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers as s
 from rest_framework.response import Response
 
@@ -147,17 +152,23 @@ WindowSerializer._declared_fields["to"] = s.FloatField(
 TIMELINE, GROUP_TIMELINE, WINDOW = TimelineSerializer, GroupTimelineSerializer, WindowSerializer
 NO_TIME = inline_serializer("NoTime", {"detail": s.CharField(help_text="Why there is no time.")})
 _BUCKET = OpenApiParameter(
-    "bucket", float, description="Seconds per bucket (default: a few hundred buckets)."
+    "bucket",
+    {"type": "number", **BUCKET},
+    description="Seconds per bucket (default: a few hundred buckets).",
 )
 _FROM = OpenApiParameter(
-    "from", float, required=True, description="Seconds since the first sample."
+    "from",
+    {"type": "number", **SECONDS},
+    required=True,
+    description="Seconds since the first sample.",
 )
-_TO = OpenApiParameter("to", float, required=True, description="Seconds since the start.")
+_TO = OpenApiParameter(
+    "to", {"type": "number", **SECONDS}, required=True, description="Seconds since the start."
+)
 
 
 def _bucket(params) -> float | None:
-    value = params.get("bucket", "")
-    return None if value in ("", None) else parse_float(value, name="bucket", **BUCKET)
+    return parse_float(params["bucket"], name="bucket", **BUCKET) if "bucket" in params else None
 
 
 def window_bounds(params) -> tuple[float, float]:
@@ -172,8 +183,10 @@ def _answer(request, compute: Callable[[], Any], captures: Any) -> Response:
     viewer."""
     try:
         body = compute()
-    except timelines.NoTime as exc:
+    except (timelines.NoTime, job_timeline.NotInReport) as exc:
         return Response({"detail": str(exc)}, status=409)
+    except job_timeline.NoSuchRank as exc:
+        return Response({"detail": str(exc)}, status=404)
     except pyspy.ProfileError as exc:
         return Response({"detail": str(exc)}, status=400)
     return Response(redact.for_viewer(body, user=request.user, captures=captures))
@@ -184,7 +197,7 @@ def _answer(request, compute: Callable[[], Any], captures: Any) -> Response:
     description="Each placed thread's states bucket by bucket on the host's clock; 409 when "
     "the capture keeps no time (the reason in `detail`).",
     parameters=[_BUCKET],
-    responses={200: TIMELINE, 409: NO_TIME, **errors(*READ_ERRORS)},
+    responses={200: TIMELINE, 409: NO_TIME, **errors(400, *READ_ERRORS)},
     tags=TIME,
 )
 @api(["GET"])
@@ -195,8 +208,11 @@ def capture_timeline(request, pk: int):
 
 
 def window_flamegraph(request, capture: Capture, max_nodes: int) -> Response:
-    """`flamegraph/?from=&to=`: that window's flamegraph (profiles.api.views)."""
-    start, end = window_bounds(request.query_params)
+    """`flamegraph/?from=&to=`: that window's flamegraph (profiles.api.views); without
+    `to` the window runs to the capture's end, without `from` from its start."""
+    params = request.query_params
+    start = parse_float(params["from"], name="from", **SECONDS) if "from" in params else 0.0
+    end = parse_float(params["to"], name="to", **SECONDS) if "to" in params else SECONDS["maximum"]
     return _answer(
         request,
         lambda: timelines.capture_window_flamegraph(capture, start, end, max_nodes),
@@ -209,7 +225,7 @@ def window_flamegraph(request, capture: Capture, max_nodes: int) -> Response:
     description="Per thread its states in [from, to) and in the rest of the capture, and "
     "the window's findings and top frames (analysed in a bounded process).",
     parameters=[_FROM, _TO],
-    responses={200: WINDOW, 409: NO_TIME, **errors(*READ_ERRORS)},
+    responses={200: WINDOW, 409: NO_TIME, **errors(400, *READ_ERRORS)},
     tags=TIME,
 )
 @api(["GET"])
@@ -230,19 +246,25 @@ def capture_window(request, pk: int):
         _BUCKET,
         OpenApiParameter(
             "ranks",
-            str,
+            {"type": "string", "pattern": job_timeline.RANKS_PATTERN},
             description="Only these ranks, comma-separated role names (at most "
-            f"{TIMELINE_MAX_RANKS}).",
+            f"{TIMELINE_MAX_RANKS}); 404 naming one the capture does not have.",
         ),
         OpenApiParameter(
             "class",
-            int,
+            {"type": "integer", "minimum": 0, "maximum": job_timeline.CLASS_MAX},
             description="Only the ranks of this class of the stored report (its index in "
-            "`classes`, from 0).",
+            "`classes`, from 0); 409 before the report is stored or past its classes.",
         ),
         *rank_page_parameters("ranks", TIMELINE_MAX_RANKS),
     ],
-    responses={200: GROUP_TIMELINE, 409: NO_TIME, **errors(400, *READ_ERRORS)},
+    responses={
+        200: GROUP_TIMELINE,
+        409: OpenApiResponse(
+            NO_TIME, "No rank has time, or `class` names a class the report lacks (yet)."
+        ),
+        **errors(400, *READ_ERRORS),
+    },
     tags=TIME,
 )
 @api(["GET"])

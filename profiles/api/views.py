@@ -4,13 +4,14 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from config.api import api
-from config.api_fields import IdField, PidField
+from config.api_errors import Conflict
+from config.api_fields import IdField, NameOrIdField, PidField
 from config.middleware import refusal
-from config.params import parse_id, parse_int, query_ids, query_int
+from config.params import parse_id, parse_int, query_int
 from profiles.api import schema, time_views
 from profiles.captures import redact, selectors, services
 from profiles.jobs import bounds, merged, roster
@@ -21,45 +22,40 @@ from profiles.storage.uploads import UploadTooLarge
 from runs.capture_serializers import CaptureSettingsSerializer, JobCaptureSettingsSerializer
 from runs.capture_settings import BY_NAME as SETTING_NAMES
 from runs.models import Host, Run, RunProcess
+from runs.selectors import host_by_id_or_name
 
 
 class CaptureRequestSerializer(CaptureSettingsSerializer):
     """A capture of `host` + `pid`, or of a run's `process` (which gives both), with
-    its py-spy settings (runs.capture_settings)."""
+    its py-spy settings (runs.capture_settings). A host, process or run that does not
+    exist is a 404 naming it."""
 
-    host = serializers.CharField(required=False, max_length=200, help_text="Host name or id.")
+    one_of = (("host", "pid"), ("process",))
+
+    host = NameOrIdField(max_length=100, required=False, help_text="Host name or id.")
     pid = PidField(required=False, help_text="Process id on that host.")
-    process = IdField(
-        required=False, allow_null=True, help_text="A run process's id (instead of host+pid)."
-    )
+    process = IdField(required=False, help_text="A run process's id (instead of host+pid).")
     kind = serializers.ChoiceField(
         choices=["record", "dump"], default="record", help_text="py-spy record or dump."
     )
     run = IdField(required=False, allow_null=True, help_text="File it under this run's id.")
 
-    def validate_process(self, value: int | None) -> RunProcess | None:
-        if value is None:
-            return None
+    def validate_process(self, value: int) -> RunProcess:
         process = RunProcess.objects.select_related("host", "run").filter(pk=value).first()
         if process is None:
-            raise serializers.ValidationError(f"no run process {value}")
+            raise NotFound(f"process: no run process {value}")
         return process
 
     def validate(self, attrs: dict) -> dict:
         process = attrs.get("process")
         if process is not None:
-            attrs.update(host=process.host, pid=process.pid, run=process.run)
-        missing = [f for f in ("host", "pid") if f not in attrs]
-        if missing:
-            raise serializers.ValidationError({f: "required (or give a process)" for f in missing})
+            attrs.update(host=process.host, pid=process.pid, run=attrs.get("run") or process.run)
         return super().validate(attrs)
 
-    def validate_host(self, value: str) -> Host:
-        numeric = value.isascii() and value.isdigit()
-        lookup = {"pk": parse_id(value, name="host")} if numeric else {"name": value}
-        host = Host.objects.filter(**lookup).first()
+    def validate_host(self, value: str | int) -> Host:
+        host = host_by_id_or_name(value)
         if host is None:
-            raise serializers.ValidationError(f"no host {value!r}")
+            raise NotFound(f"host: no host {value!r}")
         return host
 
     def validate_run(self, value: int | None) -> Run | None:
@@ -67,7 +63,7 @@ class CaptureRequestSerializer(CaptureSettingsSerializer):
             return None
         run = Run.objects.filter(pk=value).first()
         if run is None:
-            raise serializers.ValidationError(f"no run {value}")
+            raise NotFound(f"run: no run {value}")
         return run
 
 
@@ -157,8 +153,10 @@ def capture_detail(request, pk: int):
 @api(["GET"])
 def capture_flamegraph(request, pk: int):
     capture = get_object_or_404(Capture, pk=pk)
-    wanted = query_int(request.query_params, "max_nodes")
-    max_nodes = max(10, min(8192 if wanted is None else wanted, 50000))
+    wanted = query_int(
+        request.query_params, "max_nodes", minimum=10, maximum=50000, allow_blank=False
+    )
+    max_nodes = 8192 if wanted is None else wanted
     if "from" in request.query_params or "to" in request.query_params:
         return time_views.window_flamegraph(request, capture, max_nodes)
     tree = selectors.capture_flamegraph(
@@ -190,9 +188,9 @@ def capture_cancel(request, pk: int):
 def capture_import(request):
     upload = request.FILES.get("file")
     if upload is None:
-        raise ValidationError({"file": "attach a py-spy raw or speedscope file as `file`"})
+        raise ValidationError({"file": ["attach a py-spy raw or speedscope file as `file`"]})
     run = None
-    if request.data.get("run"):
+    if "run" in request.data:  # given, it is an id: an empty one is a 400 like any other
         run = get_object_or_404(Run, pk=parse_id(request.data["run"], name="run"))
     try:
         capture = services.capture_import(
@@ -253,7 +251,7 @@ def run_capture_all(request, pk: int):
     except services.CaptureConflict as exc:
         return _conflict(exc)
     except DjangoValidationError as exc:
-        raise ValidationError({"run": exc.messages}) from None
+        raise Conflict("run: " + "; ".join(exc.messages)) from None  # no processes, ...
     unsent = group.captures.filter(error_cause=QUEUE_UNAVAILABLE).first()
     if unsent is not None:
         body = {"detail": unsent.error, **_group_for_viewer(group, request.user)}
@@ -280,10 +278,11 @@ def group_live(request, pk: int):
 @api(["GET"])
 def group_flamegraph(request, pk: int):
     group = get_object_or_404(roster.without_report(CaptureGroup.objects), pk=pk)
-    only = query_ids(request.query_params, "capture")
-    if len(only) > bounds.FLAMEGRAPH_PROCESSES:
+    given = request.query_params.getlist("capture")
+    if len(given) > bounds.FLAMEGRAPH_PROCESSES:  # counted as sent: the schema's maxItems
         most = bounds.FLAMEGRAPH_PROCESSES
         raise ValidationError({"capture": f"at most {most} captures in one merged flamegraph"})
+    only = {parse_id(value, name="capture") for value in given}
     tree = merged.group_flamegraph(group, only)
     captures = roster.redaction_captures(group)
     return Response(redact.for_viewer(tree, user=request.user, captures=captures))
@@ -295,8 +294,8 @@ def capture_sandwich(request, pk: int):
     """`?frame=NAME[&thread=…&max_nodes=]`: callers and callees of one frame."""
     capture = get_object_or_404(Capture, pk=pk)
     frame = request.query_params.get("frame", "")
-    if not frame.strip():
-        raise ValidationError({"frame": "give the frame's full name as ?frame="})
+    if not frame.strip() or "\x00" in frame:
+        raise ValidationError({"frame": ["give the frame's full name as ?frame="]})
     try:
         max_nodes = parse_int(
             request.query_params.get("max_nodes", "2000"),

@@ -20,6 +20,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from config.api import api
+from config.api_errors import Conflict
 from config.params import parse_id
 from profiles.captures import redact
 from profiles.compare import groups_schema as schema
@@ -115,7 +116,7 @@ def _ids(params: Any) -> tuple[int, int]:
     try:
         return parse_id(params.get("a"), name="a"), parse_id(params.get("b"), name="b")
     except DjangoValidationError as exc:
-        raise Incomparable("Give two whole-job capture ids: ?a=<id>&b=<id>.") from exc
+        raise ValueError("Give two whole-job capture ids: ?a=<id>&b=<id>.") from exc
 
 
 def _captures(*groups: CaptureGroup) -> QuerySet[Capture]:
@@ -130,7 +131,9 @@ def compare_groups_api(request) -> Response:
         a, b = pair(*_ids(request.query_params))
     except CaptureGroup.DoesNotExist as exc:
         raise NotFound(str(exc)) from exc
-    except Incomparable as exc:
+    except Incomparable as exc:  # the groups' state: a dump, no report yet
+        raise Conflict(str(exc)) from exc
+    except ValueError as exc:
         raise ValidationError({"detail": str(exc)}) from exc
     result = group_comparison(a, b, request.query_params)
     return Response(redact.for_viewer(result, user=request.user, captures=_captures(a, b)))
@@ -194,6 +197,6 @@ def compare_groups(request: HttpRequest) -> HttpResponse:
             )
         except CaptureGroup.DoesNotExist as exc:
             context["problem"], status = str(exc), 404
-        except Incomparable as exc:
+        except (Incomparable, ValueError) as exc:  # ValueError: ids that are no ids
             context["problem"], status = str(exc), 400
     return render(request, "profiles/compare_groups.html", context, status=status)

@@ -7,7 +7,7 @@ import typing
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers as s
 
-from config.api_schema import READ_ERRORS, errors, shape_of, typed
+from config.api_schema import ID, READ_ERRORS, errors, shape_of, typed
 from profiles.api.schema import (
     VERDICT,
     RankPageSerializer,
@@ -142,13 +142,13 @@ compare_groups = extend_schema(
     "that moved most per class of ranks. Roles only one side has are listed apart. 400 "
     "when either is a dump or has no report yet.",
     parameters=[
-        OpenApiParameter("a", int, required=True, description="A whole-job capture's id."),
-        OpenApiParameter("b", int, required=True, description="The other's (order is by time)."),
+        OpenApiParameter("a", ID, required=True, description="A whole-job capture's id."),
+        OpenApiParameter("b", ID, required=True, description="The other's (order is by time)."),
         *rank_page_parameters("roles compared one by one"),
     ],
     responses={
         200: OpenApiResponse(GroupComparisonSerializer, "The comparison."),
-        **errors(400, *READ_ERRORS),
+        **errors(400, *READ_ERRORS, 409),
     },
     tags=["compare"],
 )

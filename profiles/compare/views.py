@@ -19,6 +19,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from config.api import api
+from config.api_errors import Conflict
 from config.params import parse_id, query_int
 from profiles.api import schema as api_schema
 from profiles.captures import redact, selectors
@@ -241,7 +242,9 @@ def compare_api(request) -> Response:
         return Response(redact.for_viewer(result, user=request.user, captures=(before, after)))
     except Http404 as exc:
         raise NotFound("No such capture.") from exc
-    except (ValueError, Incomparable) as exc:
+    except Incomparable as exc:  # the captures' state: no samples yet, or failed
+        raise Conflict(str(exc)) from exc
+    except ValueError as exc:
         raise ValidationError({"detail": str(exc)}) from exc
 
 

@@ -12,24 +12,25 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from config.api import api
-from config.api_fields import IdField, StrictFloatField, StrictIntegerField
+from config.api_errors import Conflict
+from config.api_fields import IdField, StrictFloatField, StrictIntegerField, StrictJSON
 from config.params import parse_id
 from profiles.models import Capture
 from profiles.watches import api_schema as schema
 from profiles.watches import selectors as watch_selectors
 from profiles.watches import services as watches
-from profiles.watches.models import Watch
+from profiles.watches.models import NotifyTarget, Watch
 from runs.models import Run, RunProcess
 
 MAX_SNOOZE_HOURS = 24 * 30
-MAX_ACKNOWLEDGED = 1000
+MAX_ACKNOWLEDGED = schema.MAX_ACKNOWLEDGED
 
 
-class _Common(serializers.Serializer):
+class _Common(StrictJSON, serializers.Serializer):
     baseline = IdField(required=False, help_text="The baseline capture (done, with samples).")
     notify = serializers.ListField(
         child=serializers.CharField(max_length=2000),
@@ -41,18 +42,23 @@ class _Common(serializers.Serializer):
         minimum=0.1, maximum=100, required=False, help_text="Points a row must move (2)."
     )
     min_samples = StrictIntegerField(
-        minimum=100, maximum=10_000_000, required=False, help_text="Samples a side (1000)."
+        minimum=100, maximum=10_000_000, required=False, help_text="Samples a side (300)."
     )
 
-    def validate_baseline(self, value: int) -> Capture:
-        capture = Capture.objects.filter(pk=value).first()
-        if capture is None:
-            raise serializers.ValidationError(f"no capture {value}")
-        return capture
+    def validate(self, attrs: dict) -> dict:
+        # After every field's own checks: a bad value is a 400 before a missing object a 404.
+        if "baseline" in attrs:
+            capture = Capture.objects.filter(pk=attrs["baseline"]).first()
+            if capture is None:
+                raise NotFound(f"baseline: no capture {attrs['baseline']}")
+            attrs["baseline"] = capture
+        return attrs
 
 
 class WatchCreateSerializer(_Common):
     """{run, role} or {process}, a baseline capture, and where to send messages."""
+
+    baseline = IdField(help_text="The baseline capture (done, with samples).")
 
     run = IdField(required=False, help_text="The run (with `role`).")
     role = serializers.CharField(
@@ -66,20 +72,60 @@ class WatchCreateSerializer(_Common):
         "rank of a whole-job capture; one message per later whole-job capture.",
     )
 
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            problem = _rank_problem(data)
+            if problem:
+                raise ValidationError(problem)
+        return super().to_internal_value(data)
+
     def validate(self, attrs: dict) -> dict:
-        if "baseline" not in attrs:
-            raise ValidationError({"baseline": "give the baseline capture's id"})
+        attrs = super().validate(attrs)
         if "process" in attrs:
             process = RunProcess.objects.select_related("run").filter(pk=attrs["process"]).first()
             if process is None:
-                raise ValidationError({"process": f"no run process {attrs['process']}"})
+                raise NotFound(f"process: no run process {attrs['process']}")
             attrs["process"] = process
         elif "run" in attrs:
             run = Run.objects.filter(pk=attrs["run"]).first()
             if run is None:
-                raise ValidationError({"run": f"no run {attrs['run']}"})
+                raise NotFound(f"run: no run {attrs['run']}")
             attrs["run"] = run
         return attrs
+
+    def schema_rules(self, *, partial: bool = False) -> list[dict]:
+        # _rank_problem's three ways to name the rank.
+        one_role, no_process = {"all_roles": {"enum": [False]}}, {"required": ["process"]}
+        process = {
+            "required": ["process"],
+            "properties": one_role,
+            "not": {"anyOf": [{"required": ["run"]}, {"required": ["role"]}]},
+        }
+        role = {
+            "required": ["run", "role"],
+            "not": no_process,
+            "properties": {"role": {"minLength": 1}, **one_role},
+        }
+        every_role = {
+            "required": ["run", "all_roles"],
+            "not": no_process,
+            "properties": {"all_roles": {"enum": [True]}, "role": {"maxLength": 0}},
+        }
+        return [{"anyOf": [process, role, every_role]}]
+
+
+def _rank_problem(data: dict) -> dict[str, list[str]] | None:
+    """Which rank a body names, as WatchCreateSerializer.schema_rules says it: a
+    process alone, a run and a role, or a run and `all_roles` (no role)."""
+    if data.get("all_roles") is True:
+        if "run" not in data or data.get("role") or "process" in data:
+            return {"all_roles": ["give the run alone (no role or process)"]}
+    elif "process" in data:
+        if "run" in data or "role" in data:
+            return {"process": ["give a process alone, or a run and a role"]}
+    elif "run" not in data or not data.get("role"):
+        return {"role": ["give run and role, or a process"]}
+    return None
 
 
 class WatchUpdateSerializer(_Common):
@@ -109,14 +155,34 @@ class WatchUpdateSerializer(_Common):
 def _targets(request, data: dict) -> list | None:
     if "notify" not in data:
         return None
+    names = [item for item in data["notify"] if "://" not in item]
+    known = set(NotifyTarget.objects.filter(name__in=names).values_list("name", flat=True))
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise NotFound(f"notify: no notification target named {unknown[0][:60]!r}")
     try:
         return watches.targets_resolve(user=request.user, notify_items=data["notify"])
     except DjangoPermissionDenied as exc:
         raise PermissionDenied(str(exc)) from None
 
 
-def _invalid(exc: DjangoValidationError) -> ValidationError:
-    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+def _invalid(exc: DjangoValidationError) -> Exception:
+    """A service's refusal: of the body (400), of the objects' state (409: the
+    baseline is not a done capture of that rank, the rank is watched already), or an
+    alert id that is not the watch's (404)."""
+    fields = set(exc.message_dict) if hasattr(exc, "error_dict") else set()
+    said = "; ".join(
+        f"{f}: {m}" for f, ms in (exc.message_dict if fields else {}).items() for m in ms
+    )
+    if fields and fields <= STATE_FIELDS:
+        return Conflict(said)
+    if fields == {"acknowledge"}:
+        return NotFound(said)
+    return ValidationError(exc.message_dict if fields else exc.messages)
+
+
+# What profiles.watches.services refuses from the state of the objects a valid body names.
+STATE_FIELDS = {"baseline", "role"}
 
 
 @schema.watch_list(WatchCreateSerializer)

@@ -10,7 +10,7 @@ from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 
-from config.api_schema import combine, errors, list_and_create, read_and_change, typed
+from config.api_schema import ID_MAX, combine, errors, list_and_create, read_and_change, typed
 from profiles.pyspy import compare as comparing
 from profiles.pyspy import regression
 from profiles.pyspy.changepoint import SeriesShift
@@ -177,11 +177,21 @@ def watch_list(request_serializer):
         summary="Watch a rank against a baseline capture",
         description="`{run, role}`, `{process}` or `{run, all_roles: true}`, `baseline` (a done "
         "capture; for all roles a rank of a whole-job capture), `notify` "
-        "(names of targets; Apprise URLs from host admins only, else 403).",
+        "(names of targets; Apprise URLs from host admins only, else 403). 404 naming the "
+        "run, process, baseline or target name that does not exist; 409 when the baseline "
+        "is not a done capture with samples of that rank, or the rank is watched already.",
+        responses=errors(404, 409),
     )
 
 
-@extend_schema_field(resolve_type_hint(list[int] | Literal["all"]))
+MAX_ACKNOWLEDGED = 1000
+_ACKNOWLEDGE = resolve_type_hint(list[int] | Literal["all"])
+# Ids as config.params.parse_id reads them, at most MAX_ACKNOWLEDGED in one request.
+_ACKNOWLEDGE["oneOf"][0].update(maxItems=MAX_ACKNOWLEDGED)
+_ACKNOWLEDGE["oneOf"][0]["items"].update(minimum=1, maximum=ID_MAX)
+
+
+@extend_schema_field(_ACKNOWLEDGE)
 class AcknowledgeField(serializers.JSONField):
     """Alert ids, or "all" (the view reads it as JSON: either is valid)."""
 
@@ -198,7 +208,10 @@ def watch_detail(request_serializer):
             read_description="The watch, its latest 50 alerts and their deliveries.",
             request=WatchUpdateSerializer,
             summary="Change, snooze or acknowledge",
-            description="A new baseline closes the alerts and starts a new series.",
+            description="A new baseline closes the alerts and starts a new series. 404 "
+            "naming a baseline or target name that does not exist; 409 when the baseline is "
+            "not a done capture with samples of the watched rank.",
+            responses=errors(409),
         ),
         extend_schema(
             methods=["DELETE"],

@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from config.params import PID_MAX, parse_float, parse_id, parse_int, parse_pid
+from config.params import PID_MAX, parse_float, parse_id, parse_int, parse_pid, query_int
 
 
 @pytest.mark.parametrize(
@@ -53,6 +53,11 @@ def test_it_accepts_numbers_and_decimal_strings():
     assert parse_float(" -1 ", name="n", minimum=-2, maximum=0) == -1.0
 
 
+@pytest.mark.parametrize("value", [0.027212607360086242, 0.00012345678901234567, 1.5e-07])
+def test_a_small_double_as_python_writes_it_reads_back_exactly(value):
+    assert parse_float(repr(value), name="to", minimum=0, maximum=1) == value
+
+
 @pytest.mark.parametrize(
     "value", ["99999999999999999999999", "-99999999999999999999", "9" * 5000, 10**22]
 )
@@ -67,3 +72,11 @@ def test_leading_zeros_and_a_minus_sign_still_parse():
     assert parse_int("0" * 5000 + "42", name="n") == 42
     assert parse_int("-0007", name="n", minimum=-10) == -7
     assert parse_int("-0", name="n") == 0
+
+
+def test_a_blank_query_number_is_absent_on_a_page_and_refused_by_the_api():
+    assert query_int({"limit": " "}, "limit") is None and query_int({}, "limit") is None
+    assert query_int({}, "limit", allow_blank=False) is None
+    with pytest.raises(ValidationError) as info:
+        query_int({"limit": ""}, "limit", allow_blank=False)
+    assert "limit" in info.value.message_dict

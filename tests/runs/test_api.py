@@ -97,7 +97,7 @@ def test_attaching_a_running_pid_answers_201_then_200_with_the_same_row(
     )
     assert first.status_code == 201, first.content
     assert first.json()["alive"] is True and first.json()["warning"] == ""
-    again = api.post(url, {"host": local.pk, "pid": str(sleeper.pid)}, "application/json")
+    again = api.post(url, {"host": local.pk, "pid": sleeper.pid}, "application/json")
     assert again.status_code == 200
     assert again.json()["id"] == first.json()["id"] and again.json()["role"] == "rank-0"
     assert run.processes.count() == 1

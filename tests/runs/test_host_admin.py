@@ -39,7 +39,7 @@ def test_an_operator_cannot_create_a_host_on_the_page_or_the_api(owner_client):
 @pytest.mark.parametrize(
     "field,value",
     [
-        ("exec_prefix", "sh -c 'touch /tmp/owned' --"),
+        ("exec_prefix", "nsenter -t 1 -a --"),
         ("address", "evil.lan"),
         ("transport", "local"),
         ("py_spy", "/tmp/evil"),
@@ -113,7 +113,8 @@ def test_the_local_hosts_wrapper_and_py_spy_are_not_editable_from_the_web(host_a
         response = host_admin_client.patch(
             f"/api/hosts/{local.pk}/", {field: value}, content_type="application/json"
         )
-        assert response.status_code == 400 and field in response.json()
+        # The body is well formed; the local host as stored refuses it (409, issue 49).
+        assert response.status_code == 409 and response.json()["detail"].startswith(field)
         form = {"name": "local", "transport": "local", "py_spy": local.py_spy, field: value}
         host_admin_client.post(reverse("runs:host_edit", args=[local.pk]), form)
     fresh = Host.objects.get(pk=local.pk)
@@ -125,6 +126,9 @@ def test_an_ssh_host_cannot_become_a_local_one_with_its_own_wrapper(host_admin_c
     response = host_admin_client.patch(
         f"/api/hosts/{host.pk}/", {"transport": "local"}, content_type="application/json"
     )
+    assert response.status_code == 409 and "exec_prefix" in response.json()["detail"]
+    said = {"transport": "local", "exec_prefix": "docker exec -i t"}  # the body's own rule
+    response = host_admin_client.patch(f"/api/hosts/{host.pk}/", said, "application/json")
     assert response.status_code == 400 and "exec_prefix" in response.json()
 
 
@@ -135,7 +139,8 @@ def test_with_local_hosts_off_none_is_created_checked_or_captured(host_admin_cli
     assert local_host_ensure() is None
     body = {"name": "here", "transport": "local"}
     response = host_admin_client.post("/api/hosts/", body, content_type="application/json")
-    assert response.status_code == 400 and "FLAMEDECK_LOCAL_HOST" in str(response.json())
+    # A well-formed host this server's configuration refuses: 409 (issue 49).
+    assert response.status_code == 409 and "FLAMEDECK_LOCAL_HOST" in str(response.json())
     local = Host.objects.get(name="local")  # left over from before the switch
     capture = host_admin_client.post(
         "/api/captures/", {"host": "local", "pid": 5}, content_type="application/json"

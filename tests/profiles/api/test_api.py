@@ -126,7 +126,6 @@ def test_creating_a_capture_queues_it_with_its_settings(
     [
         {"host": "local", "pid": 0},
         {"host": "local", "pid": "1; rm -rf /"},
-        {"host": "nowhere", "pid": 5},
         {"host": "local", "pid": 5, "rate": 0},
         {"host": "local", "pid": 5, "duration": 100000},
         {"host": "local", "pid": 5, "kind": "flame"},
@@ -139,6 +138,19 @@ def test_bad_capture_requests_get_400_with_the_field_named(owner_client, body):
     assert response.status_code == 400
     fields = {"pid", "host", "rate", "duration", "kind", "process", "nonblocking"}
     assert set(response.json()) & fields
+    assert not Capture.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [({"host": "nowhere", "pid": 5}, "host"), ({"process": 999999}, "process"),
+     ({"host": "local", "pid": 5, "run": 999999}, "run")],
+)  # fmt: skip
+def test_a_host_process_or_run_the_body_names_that_does_not_exist_is_a_404(
+    owner_client, body, named
+):
+    response = owner_client.post("/api/captures/", body, content_type="application/json")
+    assert response.status_code == 404 and response.json()["detail"].startswith(f"{named}: ")
     assert not Capture.objects.exists()
 
 
@@ -157,6 +169,15 @@ def test_cancelling_a_queued_capture_ends_it_and_a_done_one_is_refused(owner_cli
     capture.refresh_from_db()
     assert capture.status == "cancelled" and capture.finished_at is not None
     assert owner_client.post(f"/api/captures/{capture.pk}/cancel/").status_code == 409
+
+
+@pytest.mark.parametrize(("run", "status"), [("", 400), ("x", 400), ("999999", 404)])
+def test_an_import_that_gives_run_gives_an_id_of_a_run(owner_client, run, status):
+    upload = io.BytesIO(RAW.encode())
+    upload.name = "train.txt"
+    response = owner_client.post("/api/captures/import/", {"file": upload, "run": run})
+    assert response.status_code == status, response.content
+    assert not Capture.objects.exists()
 
 
 def test_import_stores_the_file_and_computes_stats(owner_client, inline_analysis):

@@ -74,7 +74,7 @@ def test_a_dump_a_missing_or_an_unfinished_capture_is_refused_with_why(teammate_
     pending = CaptureGroup.objects.create(run=run)
     dump = CaptureGroup.objects.create(run=run, kind="dump")
     answer = teammate_client.get(f"/api/compare/groups/?a={pending.pk}&b={dump.pk}")
-    assert answer.status_code == 400 and "no report" in answer.json()["detail"]
+    assert answer.status_code == 409 and "no report" in answer.json()["detail"]
     assert teammate_client.get(f"/api/compare/groups/?a={pending.pk}&b=999999").status_code == 404
     assert teammate_client.get("/api/compare/groups/?a=x&b=1").status_code == 400
 

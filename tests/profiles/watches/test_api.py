@@ -1,5 +1,6 @@
 """`/api/watches/` per persona: anonymous nothing, viewers read, operators write and
-name targets, only host admins give URLs; URLs come back masked; bad bodies are 400."""
+name targets, only host admins give URLs; URLs come back masked; bad bodies are 400,
+objects a body names that do not exist 404, a state that refuses the request 409."""
 
 import pytest
 
@@ -92,9 +93,14 @@ def test_a_host_admin_gives_a_url_that_becomes_a_masked_target(host_admin_client
         ([], "detail"),
         ('"watch"', "detail"),
         ({"run": 1, "role": "rank-0"}, "baseline"),
-        ({"role": "rank-0", "baseline": "x"}, "baseline"),
-        ({"run": 999999, "role": "rank-0", "baseline": 1}, "baseline"),
-        ({"process": 999999, "baseline": 1}, "baseline"),
+        ({"role": "rank-0", "baseline": "x"}, "role"),
+        # Which rank: a process alone, a run and a role, or a run and all_roles.
+        ({"run": 1, "baseline": 1}, "role"),
+        ({"run": 1, "role": "", "baseline": 1}, "role"),
+        ({"process": 1, "run": 1, "baseline": 1}, "process"),
+        ({"process": 1, "role": "rank-0", "baseline": 1}, "process"),
+        ({"run": 1, "role": "rank-0", "all_roles": True, "baseline": 1}, "all_roles"),
+        ({"process": 1, "all_roles": True, "baseline": 1}, "all_roles"),
         ({"run": 1, "role": "r", "baseline": 1, "notify": "team-slack"}, "notify"),
         ({"run": 1, "role": "r", "baseline": 1, "min_effect_points": -1}, "min_effect_points"),
     ],
@@ -104,25 +110,43 @@ def test_a_body_of_the_wrong_shape_is_a_400(owner_client, payload, field):
     assert response.status_code == 400 and field in response.json()
 
 
-def test_an_unknown_target_name_or_a_baseline_without_samples_is_a_400(
+def test_an_unknown_target_name_is_a_404_and_a_baseline_without_samples_a_409(
     owner_client, rank, baseline
 ):
     unknown = owner_client.post(
         "/api/watches/", body(rank.run, baseline, notify=["nope"]), content_type="application/json"
     )
-    assert unknown.status_code == 400 and "no notification target named" in str(unknown.json())
+    assert unknown.status_code == 404 and "no notification target named" in str(unknown.json())
     empty = factories.capture(rank, None, status="failed")
     refused = owner_client.post(
         "/api/watches/", body(rank.run, empty), content_type="application/json"
     )
-    assert refused.status_code == 400 and "not a done capture" in str(refused.json())
+    assert refused.status_code == 409 and "not a done capture" in str(refused.json())
+    assert not Watch.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [({"run": 999999}, "run"), ({"baseline": 999999}, "baseline"), ("process", "process")],
+)
+def test_a_run_process_or_baseline_that_does_not_exist_is_a_404_naming_it(
+    owner_client, rank, baseline, change, named
+):
+    payload = body(rank.run, baseline)
+    if change == "process":
+        payload = {"process": 999999, "baseline": baseline.pk}
+    else:
+        payload.update(change)
+    response = owner_client.post("/api/watches/", payload, content_type="application/json")
+    assert response.status_code == 404, response.content
+    assert response.json()["detail"].startswith(f"{named}: no ")
 
 
 def test_a_second_watch_of_the_same_rank_is_refused(owner_client, watch, rank, baseline):
     response = owner_client.post(
         "/api/watches/", body(rank.run, baseline), content_type="application/json"
     )
-    assert response.status_code == 400 and "already watched" in str(response.json())
+    assert response.status_code == 409 and "already watched" in str(response.json())
 
 
 def test_patch_moves_the_baseline_snoozes_and_acknowledges(owner_client, watch, rank):
@@ -168,7 +192,7 @@ def test_answers_have_the_shapes_the_schema_gives(owner_client, rank, baseline):
     assert_answer_matches(spec, owner_client, "patch", detail, "/api/watches/{id}/", snooze_hours=1)
 
 
-BAD_IDS = [99999999999999999999999, 2**63, 2**63 - 1, 0, -1, "²", "1e3", 1.5, True, None, "x"]
+BAD_IDS = [99999999999999999999999, 2**63, 0, -1, "²", "1e3", 1.5, True, None, "x"]
 
 
 @pytest.mark.parametrize("bad", BAD_IDS)
@@ -184,7 +208,7 @@ def test_a_bad_alert_id_is_a_400_naming_acknowledge_and_nothing_is_saved(owner_c
     assert Alert.objects.get(pk=alert.pk).status == "open"
 
 
-def test_another_watchs_alert_is_a_400_and_the_rest_of_the_change_is_undone(
+def test_another_watchs_alert_is_a_404_and_the_rest_of_the_change_is_undone(
     owner_client, watch, rank
 ):
     other_run = factories.run("other")
@@ -196,13 +220,13 @@ def test_another_watchs_alert_is_a_400_and_the_rest_of_the_change_is_undone(
     response = owner_client.patch(
         f"/api/watches/{watch.pk}/", body, content_type="application/json"
     )
-    assert response.status_code == 400 and f"no alert {foreign.pk}" in str(response.json())
+    assert response.status_code == 404 and f"no alert {foreign.pk}" in str(response.json())
     watch.refresh_from_db()
     assert watch.baseline_id != newer.pk and watch.min_effect_points == 2.0
     assert Alert.objects.get(pk=foreign.pk).status == "open"
 
 
-def test_a_baseline_of_another_run_or_role_is_a_400_on_create_and_change(
+def test_a_baseline_of_another_run_or_role_is_a_409_on_create_and_change(
     owner_client, rank, baseline, watch
 ):
     other_run = factories.run("unrelated")
@@ -218,11 +242,11 @@ def test_a_baseline_of_another_run_or_role_is_a_400_on_create_and_change(
             {"run": rank.run.pk, "role": "rank-2", "baseline": capture.pk},
             content_type="application/json",
         )
-        assert created.status_code == 400 and "baseline" in created.json(), created.content
+        assert created.status_code == 409 and "baseline" in created.json()["detail"]
         changed = owner_client.patch(
             f"/api/watches/{watch.pk}/", {"baseline": capture.pk}, content_type="application/json"
         )
-        assert changed.status_code == 400 and "baseline" in changed.json(), changed.content
+        assert changed.status_code == 409 and "baseline" in changed.json()["detail"]
     assert Watch.objects.get().baseline_id == baseline.pk
 
 
@@ -235,7 +259,7 @@ def test_a_failed_create_leaves_no_target_made_for_its_url(host_admin_client, ra
         body(rank.run, elsewhere, notify=["json://hooks.example.org/abc"]),
         content_type="application/json",
     )
-    assert response.status_code == 400 and "baseline" in response.json()
+    assert response.status_code == 409 and "baseline" in response.json()["detail"]
     assert not NotifyTarget.objects.exists() and not Watch.objects.exists()
 
 
