@@ -41,6 +41,8 @@ torchenv: .torchenv/.installed
 .torchenv/.installed:
 	$(PYTHON) -m venv .torchenv
 	.torchenv/bin/pip install -q --only-binary=:all: torch==2.13.0
+	# Real framework jobs (bench/targets/: hf_job.py, lightning_job.py); torch pinned so pip keeps it.
+	.torchenv/bin/pip install -q torch==2.13.0 transformers accelerate lightning
 	touch $@
 
 run: setup
@@ -91,10 +93,10 @@ screenshots: setup
 	FLAMEDECK_SCREENSHOTS_DIR=docs/screenshots $(PY) -m pytest tests/browser/test_screenshots.py tests/browser/test_group.py -q
 
 bench: setup
-	$(PY) bench/bench_engine.py
-	$(PY) bench/bench_pages.py
-	$(PY) bench/bench_capture.py
-	$(PY) bench/bench_group.py
-	$(PY) bench/bench_hostile.py
-	$(PY) bench/bench_series.py
-	$(PY) bench/bench_ssh.py
+	$(PY) bench/engine/bench_engine.py
+	$(PY) bench/app/bench_pages.py
+	$(PY) bench/app/bench_capture.py
+	$(PY) bench/app/bench_group.py
+	$(PY) bench/app/bench_hostile.py
+	$(PY) bench/app/bench_series.py
+	$(PY) bench/suite/bench_ssh.py

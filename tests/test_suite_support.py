@@ -38,7 +38,7 @@ def test_no_browser_test_waits_on_a_javascript_string_the_csp_would_refuse():
 @pytest.mark.sshd
 def test_a_connection_to_the_test_sshd_uses_curve25519_and_a_shell_that_reads_no_bashrc(sshd):
     """Each connection cost 0.25 CPU-s before (tests/support/sshd.py says where it went;
-    `python bench/bench_ssh.py` measures it): OpenSSH's default post-quantum key
+    `python bench/suite/bench_ssh.py` measures it): OpenSSH's default post-quantum key
     exchange, and a bash that sources ~/.bashrc because sshd started it (level 1)."""
     shown = subprocess.run(
         ["ssh", "-v", "-F", str(sshd.config), "-T", "-o", "BatchMode=yes", ALIAS, "echo $SHLVL"],
@@ -157,7 +157,7 @@ def test_an_alone_block_waits_for_every_other_test_and_shares_the_turn_again(tmp
         assert entered.wait(5)
         left.set()
         thread.join(5)
-    # bench/suite_cpu.py's timeline reads when the block asked, got and gave back the turn.
+    # bench/suite/suite_cpu.py's timeline reads when the block asked, got and gave back the turn.
     ((name, (asked, got, released)),) = item.user_properties
     assert name == "alone" and asked + 0.25 < got <= released
     # Shared again after the block: another test could take its turn beside it.

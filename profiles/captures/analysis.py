@@ -29,6 +29,7 @@ from profiles.captures.lifecycle import (
 )
 from profiles.models import Capture, KeywordSet
 from profiles.pyspy.design import design_effects
+from profiles.pyspy.device import device_findings
 from profiles.pyspy.findings import capture_threads, pool, step_threads
 from profiles.pyspy.periodic import periodic_stalls
 from profiles.pyspy.reading import read_text
@@ -175,6 +176,7 @@ def all_outputs(
     step_threads: Any,
     title: str,
     track_path: str | None,
+    device: Any = None,
 ) -> tuple[tuple, tuple | None]:
     """engine_outputs, then timed_outputs when there is a track: one child process
     for both (a fork and a wait cost more than the engine on a small capture, and a
@@ -182,7 +184,8 @@ def all_outputs(
     outputs = engine_outputs(path, options, log_text, raw_format, step_threads, title)
     if track_path is None:
         return outputs, None
-    return outputs, timed_outputs(path, track_path, options, outputs[0]["step_threads"]["names"])
+    names = outputs[0]["step_threads"]["names"]
+    return outputs, timed_outputs(path, track_path, options, names, device=device)
 
 
 @contextlib.contextmanager
@@ -196,21 +199,31 @@ def _track_copy(capture: Capture) -> Iterator[str | None]:
 
 
 def timed_outputs(
-    path: str, track_path: str, options: pyspy.AnalysisOptions, step_names: list[str]
+    path: str,
+    track_path: str,
+    options: pyspy.AnalysisOptions,
+    step_names: list[str],
+    *,
+    device: Any = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """A capture's time (run in the budget's child, after engine_outputs): the summary
-    stored in stats["time"], its periodic stalls (findings), and the track with each
-    record's state, so timelines and windows never classify again."""
+    stored in stats["time"], its periodic stalls and device findings, and the track with
+    each record's state, so timelines and windows never classify again. With `device`
+    (the capture's gpu_samples) the summary holds `device` (profiles.pyspy.device),
+    which the caller stores as stats["device"]."""
     track = load_track(Path(track_path).read_bytes(), "the time track")
     if not track.exact:
         return time_summary(track), [], track_json(track)
     raw_text = read_text(path)
     track = with_states(track, raw_text, state_rules=options.state_rules, library=options.library)
     timed = TimedCapture(raw_text, track, state_rules=options.state_rules, library=options.library)
-    stalls = periodic_stalls(timed, step_thread_names=tuple(step_names))
+    stalls = [dict(f) for f in periodic_stalls(timed, step_thread_names=tuple(step_names))]
     summary = time_summary(track)
     summary["design_effect"] = design_effects(timed, tuple(step_names))
-    return summary, [dict(f) for f in stalls], track_json(track)
+    if device is not None:
+        summary["device"], found = device_findings(timed, device, tuple(step_names))
+        stalls += found
+    return summary, stalls, track_json(track)
 
 
 def time_summary(track: Any) -> dict[str, Any]:
@@ -281,9 +294,11 @@ def _analyze_samples(
     log_text = read_log(capture)
     beat = lambda: capture_analysis_beat(capture_id=capture.pk, claim=claim)  # noqa: E731
     options = _options(capture)
+    pyspy.prepare_analysis(options)  # once a worker process: each child inherits it
     try:
         with local_copy(capture.raw_file) as path, _track_copy(capture) as track_path:
-            args = (path, options, log_text, capture.raw_format, steps, title, track_path)
+            args = (path, options, log_text, capture.raw_format, steps, title, track_path,
+                    capture.gpu_samples)  # fmt: skip
             (outputs, timed), usage = budget.run_bounded(all_outputs, args, on_tick=beat, **limits)
     except budget.BudgetExceeded:
         _note_usage(capture, {**limits, "stopped": True})
@@ -292,6 +307,8 @@ def _analyze_samples(
     stats = outputs[0]
     if capture.time_file:
         summary, stalls, track = timed
+        if "device" in summary:
+            stats["device"] = summary.pop("device")
         stats["time"] = summary
         stats["findings"] = [*stats.get("findings", []), *stalls]
         replace_file(capture.time_file, "time.json.gz", gz(track.encode()))

@@ -29,7 +29,7 @@ from profiles.captures.lifecycle import (
     capture_transition,
 )
 from profiles.captures.record_notes import again_failed, record_again, record_note
-from profiles.captures.timekeeping import RECORD_FORMAT, note_clock_offset, timed_result
+from profiles.captures.timekeeping import note_clock_offset, record_format, timed_result
 from profiles.models import Capture
 from profiles.storage.files import capture_store_outputs
 from runs import gpu, remote
@@ -190,7 +190,9 @@ def _own_process_refusal(capture: Capture) -> str | None:
 def _record_settings(capture: Capture, **changes: bool) -> "remote.RecordSettings":
     """py-spy's settings for `capture`: its own, in the format that keeps time, with
     `changes` (a record taken again: `native=False`, `subprocesses=False`)."""
-    return remote.RecordSettings.of(capture.pyspy_settings, format=RECORD_FORMAT, **changes)
+    return remote.RecordSettings.of(
+        capture.pyspy_settings, format=record_format(capture), **changes
+    )
 
 
 def _execute_record(capture: Capture) -> str:
@@ -256,7 +258,7 @@ def capture_record_finish(
     capture_store_outputs(capture=capture, raw=result.raw, log=result.log, track=track)
     note_clock_offset(capture, result.facts or {})
     if result.gpu_csv:
-        capture.gpu_samples = gpu.parse_nvidia_smi(result.gpu_csv)
+        capture.gpu_samples = gpu.rank_devices(gpu.parse_report(result.gpu_csv), capture.pid)
         capture.save(update_fields=["gpu_samples"])
     if result.stopped_by == "cancel" and not (result.raw or b"").strip():
         capture_transition(

@@ -15,18 +15,48 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from typing import Any
 
 from profiles import pyspy
 from profiles.models import Capture
+from profiles.pyspy.chrometrace import chrometrace_samples, is_chrometrace
 from profiles.pyspy.split import split_speedscope
 from profiles.pyspy.timetrack import track_json
 
 log = logging.getLogger(__name__)
+_WROTE = re.compile(r"Samples: (\d+) Errors: \d+")
 
 # What the product asks py-spy for, whatever the download format: speedscope keeps the
-# order of each thread's samples; the stored raw text is split from it.
+# order of each thread's samples; the stored raw text is split from it. A record with
+# `--idle` (and without `--gil`) asks for chrometrace instead (RECORD_FORMAT_TIMED): it
+# stamps each change of stack with py-spy's own clock, so its rounds are placed where
+# they were taken, not linearly (profiles.pyspy.chrometrace; bench/app/bench_timeline_clock.py).
+# Not with `--subprocesses` (a whole job's default): a chrometrace never says when a
+# thread or a process ended, so a DataLoader worker that died or was replaced would keep
+# its last stack to the end, and the workers' shares drifted 12-14 points from the job's
+# own clock (tests/profiles/jobs/test_workers_torch.py); speedscope keeps them exact.
 RECORD_FORMAT = "speedscope"
+RECORD_FORMAT_TIMED = "chrometrace"
+
+
+def record_format(capture: Capture) -> str:
+    """The `--format` a capture records with (above)."""
+    timed = capture.idle and not capture.gil and not capture.subprocesses
+    return RECORD_FORMAT_TIMED if timed else RECORD_FORMAT
+
+
+def spawned_at(facts: dict[str, str]) -> float | None:
+    """The host's clock right before py-spy was started (`spawned_at` from a whole-job
+    session, `clock` from a single record): where a chrometrace's clock starts."""
+    for key in ("spawned_at", "clock"):
+        try:
+            at = float(facts[key])
+        except (KeyError, ValueError):
+            continue
+        if at > 0:
+            return at
+    return None
 
 
 def host_clock(facts: dict[str, str]) -> tuple[float, float] | None:
@@ -54,6 +84,8 @@ def timed_result(capture: Capture, result: Any) -> tuple[Any, str | None]:
     py-spy's `--gil` keeps only the GIL holder's samples: like a record without
     `--idle`, its order says nothing of time (the track says why)."""
     raw = result.raw
+    if raw and is_chrometrace(raw):
+        return _chrometrace_result(capture, result)
     if not raw or not raw.lstrip()[:1] == b"{":
         return result, None
     clock = host_clock(result.facts or {})
@@ -69,6 +101,40 @@ def timed_result(capture: Capture, result: Any) -> tuple[Any, str | None]:
         log.warning("capture %s: kept without time (%s)", capture.pk, exc)
         return result, None
     return dataclasses.replace(result, raw=split.raw_text.encode()), track_json(split.track)
+
+
+def _chrometrace_result(capture: Capture, result: Any) -> tuple[Any, str | None]:
+    """A chrometrace record: its samples as raw text, and a track whose rounds are placed
+    at py-spy's own times from the moment it was started on the host. Without that
+    moment, the raw text alone; a file this cannot read is kept as py-spy wrote it."""
+    facts = result.facts or {}
+    reported = _WROTE.search(result.log or "")
+    label = f"capture {capture.pk}"
+    spawned, window = spawned_at(facts), window_at(facts)
+    # A scheduled window is stopped by the host at its end: py-spy writes after that.
+    stopped = window + capture.duration - spawned if spawned and window else None
+    try:
+        samples = chrometrace_samples(
+            result.raw, rate=capture.rate, label=label, stopped_s=stopped,
+            samples_reported=int(reported.group(1)) if reported else None,
+        )  # fmt: skip
+    except pyspy.ProfileError as exc:
+        log.warning("%s: chrometrace kept as written (%s)", label, exc)
+        return result, None
+    first = samples.times[0]
+    start = (spawned or 0.0) + first
+    end = (spawned or 0.0) + max(samples.end_s, samples.times[-1] + 1 / capture.rate)
+    try:
+        split = split_speedscope(
+            samples.speedscope, start=start or 1.0, end=end if spawned else start + 1.0,
+            rate=capture.rate, idle=True, label=label, window_from=window,
+            times=[t - first for t in samples.times],
+        )  # fmt: skip
+    except pyspy.ProfileError as exc:
+        log.warning("%s: chrometrace kept as written (%s)", label, exc)
+        return result, None
+    kept = dataclasses.replace(result, raw=split.raw_text.encode())
+    return kept, track_json(split.track) if spawned else None
 
 
 def note_clock_offset(capture: Capture, facts: dict[str, str]) -> None:

@@ -18,6 +18,7 @@ from django.conf import settings
 from profiles import pyspy
 from profiles.captures import budget
 from profiles.models import Capture
+from profiles.pyspy.device import device_window, timeline_device
 from profiles.pyspy.reading import read_text
 from profiles.pyspy.timed import TimedCapture
 from profiles.pyspy.timeline import timeline
@@ -56,7 +57,11 @@ def timed_capture(capture: Capture, *, text: bool = True) -> TimedCapture:
 
 
 def capture_timeline(capture: Capture, bucket_s: float | None) -> dict[str, Any]:
-    return dict(timeline(timed_capture(capture, text=False), bucket_s))
+    """The timeline, with the rank's device on the same buckets (`device`, None when no
+    GPU was sampled: profiles.pyspy.device.timeline_device)."""
+    line = dict(timeline(timed_capture(capture, text=False), bucket_s))
+    line["device"] = timeline_device(capture.gpu_samples, line)
+    return line
 
 
 def _window(capture: TimedCapture, from_s: float, to_s: float) -> None:
@@ -86,21 +91,27 @@ def window_analysis(capture: Capture, from_s: float, to_s: float) -> dict[str, A
     frames, computed in a bounded child process."""
     timed = timed_capture(capture)
     _window(timed, from_s, to_s)
+    library = capture.run.library_entries if capture.run_id else ()
     options = pyspy.AnalysisOptions(
         keywords=(),
         include_flamegraph=False,
-        library=capture.run.library_entries if capture.run_id else (),
+        # The window's text names frames short: its installed code is known from the
+        # capture's full paths (TimedCapture.installed), as the whole capture's was.
+        library=(*library, *sorted(timed.installed)),
     )
     limits = {
         "time_limit_s": settings.FLAMEDECK_ANALYSIS_TIME_S,
         "memory_mb": settings.FLAMEDECK_ANALYSIS_MEMORY_MB,
     }
     text = window_text(timed, from_s, to_s)
+    start = timed.track.start
+    device = device_window(capture.gpu_samples, start + from_s, start + to_s)
     stats, _ = budget.run_bounded(_analyze_window, (text, options), **limits)
     return {
         "from": from_s,
         "to": to_s,
         "threads": [dict(t) for t in window_states(timed, from_s, to_s)],
         "rest": [dict(t) for t in window_states(timed, from_s, to_s, rest=True)],
+        "device": device,
         **stats,
     }

@@ -66,8 +66,8 @@ class Page:
 def page_from(params: Any, total: int, *, most: int = MAX_RANKS) -> Page:
     """`?offset=&limit=` over `total` ranks, `limit` at most `most`; a bad value raises
     ValidationError (a 400 naming the parameter)."""
-    offset = query_int(params, "offset", minimum=0) or 0
-    limit = query_int(params, "limit", minimum=1, maximum=most)
+    offset = query_int(params, "offset", minimum=0, allow_blank=False) or 0
+    limit = query_int(params, "limit", minimum=1, maximum=most, allow_blank=False)
     return Page(offset=offset, limit=limit or RANKS_PER_PAGE, total=total)
 
 

@@ -5,7 +5,10 @@ One task per host (the same `run_host_captures` as a whole-job record) runs one 
 `dump_interval_s` apart. A rank's dumps are stored as its raw file (a JSON list of
 {"at", "native", "dump"}, py-spy's own output inside), its stderr as the log, and the
 rank is analysed at once, in this task: parsing a dump is cheap, and the verdict of a
-hung job should not wait behind the analysis queue. A rank with no dump fails with
+hung job should not wait behind the analysis queue. The group's report is asked for
+once the host's ranks have all ended, not once a rank. Each rank keeps, in
+`progress.dump_lead_s`, how long after the request its session could dump: the next
+dump's instant is learned from it (profiles.jobs.schedule). A rank with no dump fails with
 its cause (exited, not Python, ptrace denied); one that exited between dumps keeps the
 dumps it has, with a note. The group's `stacks` follow when the last rank has ended
 (group_report).
@@ -19,6 +22,7 @@ from typing import Any
 
 from profiles.captures.analysis import capture_analyze_stored
 from profiles.captures.lifecycle import Status, capture_mark_failed, capture_transition
+from profiles.jobs import report as group_report
 from profiles.models import Capture, CaptureGroup
 from profiles.storage.files import capture_store_outputs
 from runs import remote
@@ -29,10 +33,16 @@ log = logging.getLogger(__name__)
 
 def host_dumps_execute(group: CaptureGroup, captures: list[Capture]) -> list[int]:
     """Dump the host's claimed captures; returns [] (each rank is analysed here)."""
+    with group_report.group_report_deferred(group.pk):
+        _dump_host(group, captures)
+    return []
+
+
+def _dump_host(group: CaptureGroup, captures: list[Capture]) -> None:
     host = captures[0].host
     if host is None:
         _fail_all(captures, "host", "The host was deleted.")
-        return []
+        return
     try:
         remote.check_target(host_target(host))
         found = remote.dump_many(
@@ -45,16 +55,16 @@ def host_dumps_execute(group: CaptureGroup, captures: list[Capture]) -> list[int
         )
     except remote.RemoteError as exc:
         _fail_all(captures, exc.cause, exc.message, detail=exc.detail)
-        return []
+        return
     except ValueError as exc:  # a stored host field the command builder refuses
         _fail_all(captures, "host", f"The host's settings are unusable: {exc}")
-        return []
+        return
+    requested_at = group.created_at.timestamp()
     for capture in captures:
-        _finish(capture, found[capture.pid], group.dump_repeat)
-    return []
+        _finish(capture, found[capture.pid], group.dump_repeat, requested_at)
 
 
-def _finish(capture: Capture, dumps: remote.PidDumps, repeat: int) -> None:
+def _finish(capture: Capture, dumps: remote.PidDumps, repeat: int, requested_at: float) -> None:
     error = dumps.error
     if not dumps.dumps:
         error = error or remote.RemoteError("unknown", "py-spy dump printed nothing")
@@ -70,6 +80,9 @@ def _finish(capture: Capture, dumps: remote.PidDumps, repeat: int) -> None:
     raw = json.dumps(series, ensure_ascii=False).encode()
     capture_store_outputs(capture=capture, raw=raw, log=dumps.stderr)
     fields: dict[str, Any] = {}
+    if dumps.ready_at is not None:  # on the host's clock, as NTP keeps it
+        lead = round(max(0.0, dumps.ready_at - requested_at), 3)
+        fields["progress"] = {**(capture.progress or {}), "dump_lead_s": lead}
     if len(series) < repeat:
         cause = f" ({error.message})" if error else ""
         fields["note"] = f"{len(series)} of {repeat} dumps: the next one failed{cause}."

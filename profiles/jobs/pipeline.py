@@ -236,7 +236,7 @@ def _store_host(
 ) -> list[int]:
     """Store what one host's session brought back; the ids of the ranks to analyse."""
     log.info("group %s: recorded after %.2f s", session.group_id, time.monotonic() - session.t0)
-    gpu_samples = gpu.parse_nvidia_smi(outcome.gpu_csv) if outcome.gpu_csv else None
+    gpu_report = gpu.parse_report(outcome.gpu_csv) if outcome.gpu_csv else None
     again = _records_to_take_again(captures, outcome)
     if again:
         _record_again(host, [c for c in captures if c.pid in again], outcome, again)
@@ -246,6 +246,8 @@ def _store_host(
         result, said = outcome.results[capture.pid], outcome.logs.get(capture.pid, "")
         span = outcome.spans.get(capture.pid) or {}
         why = again[capture.pid][1] if capture.pid in again else None
+        # Each rank keeps its own GPUs' series (runs.gpu.rank_devices), not the host's.
+        gpu_samples = gpu.rank_devices(gpu_report, capture.pid) if gpu_report else None
         if _finish(capture, result, said, gpu_samples, span, why) == Status.PARSING:
             parsing.append(capture.pk)
     return parsing

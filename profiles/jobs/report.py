@@ -12,13 +12,18 @@ pass (`group_reports_catch_up`) stores what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
 
 from profiles.models import Capture, CaptureGroup
+from profiles.pyspy.device import RULE_ORDER as DEVICE_RULES
+from profiles.pyspy.device import with_device
 from profiles.pyspy.job import analyze_job
 from profiles.pyspy.stacks import analyze_stacks
 from profiles.pyspy.workers import with_workers
@@ -31,8 +36,35 @@ CATCH_UP_BATCH = 20
 def capture_ended_received(*, capture_id: int, **_: Any) -> None:
     """`capture_ended`: a capture reached done, failed or cancelled."""
     group_id = Capture.objects.filter(pk=capture_id).values_list("group_id", flat=True).first()
-    if group_id:
+    if group_id and group_id not in _deferred_groups():
         group_report_update(group_id=group_id)
+
+
+@contextlib.contextmanager
+def group_report_deferred(group_id: int) -> Iterator[None]:
+    """While a host's task ends its ranks one after the other, their ends leave the
+    group's report alone; it is asked for once, when the block ends (a host of a
+    1,024-rank dump ended 8 ranks, and asked 8 times). Per thread: the capture
+    worker's threads each run one host."""
+    held = _deferred_groups()
+    outer = group_id in held
+    held.add(group_id)
+    try:
+        yield
+    finally:
+        if not outer:
+            held.discard(group_id)
+            group_report_update(group_id=group_id)
+
+
+_DEFERRED = threading.local()
+
+
+def _deferred_groups() -> set[int]:
+    groups = getattr(_DEFERRED, "groups", None)
+    if groups is None:
+        groups = _DEFERRED.groups = set()
+    return groups
 
 
 def group_report_update(*, group_id: int) -> dict[str, Any] | None:
@@ -124,6 +156,9 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     # Each rank's DataLoader workers (kept apart from its own samples by the pipeline)
     # name what they do in an input_bound finding or a data_wait straggler.
     report = with_workers(report, {names[c.pk]: _workers(c) for c in captures if _has_samples(c)})
+    # Each rank's device (profiles.pyspy.device): the straggler's against the others',
+    # and the device findings of the ranks, one per rule.
+    report = with_device(report, {names[c.pk]: _device(c) for c in captures if _has_samples(c)})
     # The threads of every rank are on each capture already: the group keeps the rest.
     report["ranks"] = [{k: v for k, v in r.items() if k != "threads"} for r in report["ranks"]]
     report["without_samples"] = [names[c.pk] for c in captures if not _has_samples(c)]
@@ -134,6 +169,14 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     # every rank's stats (profiles.jobs.timeline).
     report["clocks"] = rank_clocks(captures, names)
     return report
+
+
+def _device(capture: Capture) -> tuple[Any, list[Any]]:
+    """(stats["device"], its device findings) of a rank."""
+    stats = capture.stats or {}
+    found = [f for f in stats.get("findings") or [] if isinstance(f, dict)
+             and f.get("rule") in DEVICE_RULES]  # fmt: skip
+    return stats.get("device"), found
 
 
 def rank_clocks(captures: list[Capture], names: dict[int, str]) -> dict[str, list[float]]:

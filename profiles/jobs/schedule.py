@@ -34,18 +34,25 @@ FIRST_LEAD_PER_HOST_S = 0.04
 open at once (128 hosts: 6.6 s)."""
 HISTORY = 4
 """Learn from the ranks of the last few captures of each host."""
+RECORD_KEY, DUMP_KEY = "lead_s", "dump_lead_s"
+"""Where a rank keeps its lead in `progress`: a record's, a dump's."""
 
 
-def group_start_at(*, host_ids: Iterable[int], now: datetime | None = None) -> datetime:
+def group_start_at(
+    *, host_ids: Iterable[int], kind: str = "record", now: datetime | None = None
+) -> datetime:
     """The instant every host of a new group samples from (this machine's clock)."""
     now = now or timezone.now()
-    return now + timezone.timedelta(seconds=start_lead_s(list(host_ids)))
+    return now + timezone.timedelta(seconds=start_lead_s(list(host_ids), kind=kind))
 
 
-def start_lead_s(host_ids: list[int]) -> float:
+def start_lead_s(host_ids: list[int], *, kind: str = "record") -> float:
     """Seconds from the request to the group's instant (module doc), within
-    [MIN_LEAD_S, FLAMEDECK_GROUP_START_WAIT_S]."""
-    learned = learned_leads(host_ids)
+    [MIN_LEAD_S, FLAMEDECK_GROUP_START_WAIT_S]. A dump learns from the last dumps of
+    those hosts (`progress.dump_lead_s`: its session up, no attach ahead), else from
+    their records, whose lead holds py-spy's attach too and so is never too short."""
+    learned = learned_leads(host_ids, key=DUMP_KEY) if kind == "dump" else []
+    learned = learned or learned_leads(host_ids)
     if learned:
         lead = max(learned) * LEARNED_MARGIN + LEARNED_PAD_S
     else:
@@ -53,14 +60,15 @@ def start_lead_s(host_ids: list[int]) -> float:
     return round(min(max(lead, MIN_LEAD_S), float(settings.FLAMEDECK_GROUP_START_WAIT_S)), 3)
 
 
-def learned_leads(host_ids: list[int]) -> list[float]:
-    """`lead_s` of the ranks of the hosts' last whole-job captures (one query)."""
+def learned_leads(host_ids: list[int], *, key: str = RECORD_KEY) -> list[float]:
+    """`key` (`lead_s`, or a dump's `dump_lead_s`) of the ranks of the hosts' last
+    whole-job captures that have it (one query)."""
     if not host_ids:
         return []
     rows = (
         Capture.objects.filter(host_id__in=host_ids, group__isnull=False)
-        .filter(progress__has_key="lead_s")
-        .annotate(lead=Cast(KT("progress__lead_s"), FloatField()))
+        .filter(progress__has_key=key)
+        .annotate(lead=Cast(KT(f"progress__{key}"), FloatField()))
         .order_by("-pk")
         .values_list("lead", flat=True)[: HISTORY * 8 * len(host_ids)]
     )

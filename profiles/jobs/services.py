@@ -14,7 +14,7 @@ from django.utils import timezone
 from profiles.captures.enqueue import group_enqueue_on_commit
 from profiles.captures.services import captures_create_for_group
 from profiles.jobs.schedule import group_start_at
-from profiles.models import Capture, CaptureGroup
+from profiles.models import Capture, CaptureGroup, Watch
 from profiles.storage.files import capture_delete_files
 from runs import capture_fields
 from runs.models import Run
@@ -63,7 +63,7 @@ def capture_group_create(
         requested_by=user,
         scheduled=scheduled,
         hosts_total=len(host_ids),
-        start_by=group_start_at(host_ids=host_ids),
+        start_by=group_start_at(host_ids=host_ids, kind=kind),
         kind=kind,
         dump_repeat=repeat,
         dump_interval_s=interval,
@@ -186,10 +186,19 @@ def scheduled_captures_due(*, now: Any = None) -> list[CaptureGroup]:
 
 
 def scheduled_captures_trim(*, run: Run) -> int:
-    """Keep only the newest `schedule_keep` scheduled captures of a run."""
+    """Keep only the newest `schedule_keep` scheduled captures of a run, and every
+    capture a watch judges against: its baseline, and for an all-roles watch the
+    baseline's whole-job capture (each rank is judged against its role there)."""
     keep = run.schedule_keep
     old = Capture.objects.filter(run=run, scheduled=True).order_by("-queued_at")[keep:]
-    doomed = [c for c in old.select_related(None) if c.is_final]
+    baselines = Watch.objects.exclude(baseline=None).values_list("baseline_id", flat=True)
+    groups = Capture.objects.filter(
+        pk__in=Watch.objects.filter(all_roles=True).values_list("baseline_id", flat=True)
+    ).exclude(group=None)
+    held = set(baselines) | set(
+        Capture.objects.filter(group__in=groups.values("group")).values_list("pk", flat=True)
+    )
+    doomed = [c for c in old.select_related(None) if c.is_final and c.pk not in held]
     for capture in doomed:
         capture_delete_files(capture=capture)
         capture.delete()

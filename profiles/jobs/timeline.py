@@ -26,6 +26,7 @@ from profiles.captures.timelines import NoTime, timed_capture
 from profiles.jobs import bounds, roster
 from profiles.jobs.selectors import class_representatives
 from profiles.models import Capture, CaptureGroup
+from profiles.pyspy.device import rank_strip
 from profiles.pyspy.timeline import aligned_timelines
 
 TIME_KEYS = ("available", "start", "end", "rate")
@@ -85,24 +86,43 @@ def _stored_clocks(group: CaptureGroup) -> dict[int, list[Any]]:
     }
 
 
+# `?class=`'s bounds as a number (the schema's); past the report's classes is a 409.
+CLASS_MAX = 2**31 - 1
+
+
+# `?ranks=`: at most MOST comma-separated names (empty ones included).
+RANKS_PATTERN = rf"^[^,]*(?:,[^,]*){{0,{MOST - 1}}}$"
+
+
+class NoSuchRank(LookupError):
+    """`?ranks=` names a rank the whole-job capture does not have (404)."""
+
+
+class NotInReport(Exception):
+    """A class of ranks the stored report does not have (yet): the report's state
+    refuses the request, not its form (409)."""
+
+
 def selection(rows: list[dict[str, Any]], report: dict[str, Any], params: Any) -> list[int]:
     """The capture ids asked for, in order (module doc); ValidationError on a bad ask."""
     ids = report.get("captures") or {}
     known = {row["pk"] for row in rows}
     if params.get("ranks"):
-        names = [n.strip() for n in params["ranks"].split(",") if n.strip()]
-        if len(names) > MOST:
+        if params["ranks"].count(",") >= MOST:  # counted as sent: RANKS_PATTERN
             raise ValidationError({"ranks": f"at most {MOST} ranks at once"})
+        names = [n.strip() for n in params["ranks"].split(",") if n.strip()]
         by_name = {**{row["name"]: row["pk"] for row in rows}, **ids}
         unknown = [n for n in names if by_name.get(n) not in known]
         if unknown:
-            raise ValidationError({"ranks": f"no rank named {unknown[0]!r} in this capture"})
+            raise NoSuchRank(f"ranks: no rank named {unknown[0][:100]!r} in this capture")
         return list(dict.fromkeys(by_name[n] for n in names))
-    if params.get("class", "") not in ("", None):
+    if "class" in params:
+        index = parse_int(params["class"], name="class", minimum=0, maximum=CLASS_MAX)
         classes = report.get("classes") or []
         if not classes:
-            raise ValidationError({"class": "this capture has no classes of ranks (no report)"})
-        index = parse_int(params["class"], name="class", minimum=0, maximum=len(classes) - 1)
+            raise NotInReport("class: no classes of ranks yet (the report is not stored)")
+        if index >= len(classes):
+            raise NotInReport(f"class: the report has {len(classes)} classes of ranks")
         members = {ids[n] for n in classes[index].get("ranks") or [] if n in ids}
         return [row["pk"] for row in rows if row["pk"] in members]
     order = [row["pk"] for row in rows]
@@ -128,9 +148,12 @@ def group_timeline(group: CaptureGroup, bucket_s: float | None, params: Any) -> 
         raise NoTime("no rank of this whole-job capture has a timeline")
     tracks = [(row["name"], timed, _offset(row)) for row, timed in ranks]
     aligned = dict(aligned_timelines(tracks, bucket_s, span=span))
+    devices = _devices(group, [row["pk"] for row, _ in ranks])
     for line, (row, timed) in zip(aligned["ranks"], ranks, strict=True):
         line["capture"] = row["pk"]
         line["clock"] = [timed.track.start, timed.track.end]
+        # Its device on the same buckets, its GPUs averaged: one short series a rank.
+        line["device"] = rank_strip(devices.get(row["pk"]), aligned, _offset(row))
     aligned["missing"] = missing
     aligned["page"] = page.as_json()
     aligned["classes"] = [
@@ -138,6 +161,12 @@ def group_timeline(group: CaptureGroup, bucket_s: float | None, params: Any) -> 
         for c in report.get("classes") or []
     ]
     return aligned
+
+
+def _devices(group: CaptureGroup, pks: list[int]) -> dict[int, Any]:
+    """The GPU series of the page's ranks (at most TIMELINE_MAX_RANKS), read in one query."""
+    rows = group.captures.filter(pk__in=pks, gpu_samples__isnull=False)
+    return dict(rows.values_list("pk", "gpu_samples"))
 
 
 def _read(group: CaptureGroup, shown: list[dict[str, Any]]) -> tuple[list, list]:

@@ -26,7 +26,7 @@ expressions users and operators write (`re:` keywords, state rules) run on RE2
 exponential time on them and nothing can stop it.
 """
 
-from .analysis import AnalysisOptions, analyze, percent  # noqa: E402
+from .analysis import AnalysisOptions, analyze, percent, prepare_analysis  # noqa: E402
 from .dump import parse_dump, parse_dump_series  # noqa: E402
 from .errors import ProfileError  # noqa: E402
 from .export import (  # noqa: E402
@@ -97,6 +97,7 @@ __all__ = [
     "ThreadStat",
     "ThreadTables",
     "analyze",
+    "prepare_analysis",
     "analyze_job",
     "analyze_lag",
     "analyze_stacks",

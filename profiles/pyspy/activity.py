@@ -1,7 +1,7 @@
 """Sampling rounds, whether blocked threads were sampled, and each thread's active share.
 
 py-spy 0.4 samples in rounds: each round takes one stack from every thread it
-samples. Measured here (py-spy 0.4.3, bench/capture_states.sh and the captures in
+samples. Measured here (py-spy 0.4.3, bench/recorders/capture_states.sh and the captures in
 tests/data/pyspy/):
 - `Samples: N` on its last log line counts stacks, not rounds: with `--idle` it is
   rounds x threads (5 threads, 50 Hz, 4 s: 995 = 5 x 199);

@@ -25,8 +25,9 @@ from .activity import BLOCKED, Activity, ThreadCount, active_percent, activity, 
 from .findings import findings_for_capture
 from .flamegraph import trie_flamegraph
 from .frames import ThreadFilter, parse_process
+from .framework import describer, node_frameworks, rules_of
 from .functions import thread_functions
-from .keywords import GPU_KEYWORDS, Keyword
+from .keywords import GPU_KEYWORDS, Keyword, compiled_keyword
 from .lag import analyze_lag
 from .matching import (
     NO_PYTHON_FRAME,
@@ -37,8 +38,17 @@ from .matching import (
     matcher_for,
 )
 from .profile import Accumulated, Profile, accumulate
-from .rule_table import StateRules
-from .states import STATES, Classified, StateCounts, UserCode, classify, count_states, named
+from .rule_table import StateRules, default_state_rules
+from .states import (
+    NO_USER_FRAME,
+    STATES,
+    Classified,
+    StateCounts,
+    UserCode,
+    classify,
+    count_states,
+    named,
+)
 from .types import (
     CategoryStat,
     FrameStat,
@@ -91,11 +101,14 @@ def analyze(
     view = _view(profile, options.threads)
     top_n = max(options.top_n, 30)
     own_by_frame, total_by_frame = _own_by_frame(profile, view), view.frame_total
-    classified = classify(profile, options.state_rules, UserCode(options.library))
+    library = (*options.library, *profile.installed)
+    classified = classify(profile, options.state_rules, UserCode(library))
     matched = _keyword_counts(profile, view, options.keywords, classified.user_at)
     n_kw, frames = len(options.keywords), profile.frames
     callers, users = matched.named_callers(frames), matched.named_user_callers(frames)
-    counts = count_states(profile, view.own, classified, thread_owners(profile))
+    found = node_frameworks(profile, rules_of(options.state_rules), classified.user_at)
+    counts = count_states(profile, view.own, classified, thread_owners(profile), found.label)
+    describe = describer(found, frames, rules_of(options.state_rules), NO_USER_FRAME)
     lag = analyze_lag(log_text) if log_text is not None else None
     whole = counts if options.threads is None else None
     act = capture_activity(profile, classified, lag, options.idle, whole)
@@ -105,7 +118,7 @@ def analyze(
         "unique_stacks": len(view.own) - view.own.count(0),
         "skipped_lines": profile.skipped_lines,
         "max_depth": max(compress(profile.depth, view.own), default=0),
-        "threads": _threads(profile, view.grand_total, counts, act.rounds),
+        "threads": _threads(profile, view.grand_total, counts, act.rounds, describe),
         "top_self": _frame_list(profile, own_by_frame, view.grand_total, top_n),
         "top_total": _frame_list(profile, total_by_frame, view.grand_total, top_n),
         "keywords": keyword_list(
@@ -127,6 +140,7 @@ def analyze(
         "idle_included": act.idle_included,
         "rounds": act.rounds,
     }
+    describe(stats["states"], counts.total_frameworks(), view.grand_total)
     if options.include_flamegraph:
         stats["flamegraph"] = trie_flamegraph(profile, view.total, view.sizes, options.max_nodes)
     if log_text is not None:
@@ -134,6 +148,18 @@ def analyze(
     stats["thread_functions"] = thread_functions(profile, view.total, classified, stats["threads"])
     stats["findings"] = findings_for_capture(stats)
     return stats
+
+
+def prepare_analysis(options: AnalysisOptions) -> None:
+    """Compile, in this process, the tables an analysis of `options` would build on first
+    use: the default state rules and the keywords' patterns (both cached by module).
+    A worker that forks a child an analysis calls it before forking: each child
+    inherits them compiled instead of compiling them again (a whole-job capture brings
+    a thousand analyses; on a 1,376-sample rank the child's 20 ms become 7 ms)."""
+    if options.state_rules is None:
+        default_state_rules()
+    for keyword in options.keywords:
+        compiled_keyword(keyword.keyword)
 
 
 def capture_activity(
@@ -252,7 +278,7 @@ class Matched:
 
 
 def _threads(
-    profile: Profile, whole: int, counts: StateCounts, rounds: int | None
+    profile: Profile, whole: int, counts: StateCounts, rounds: int | None, describe=None
 ) -> list[ThreadStat]:
     out: list[ThreadStat] = []
     frames = profile.frames
@@ -265,6 +291,8 @@ def _threads(
             pid = pid_of(profile, profile.parent[profile.frame.index(fid)])
             by_caller = [named(c, frames) for c in counts.callers[fid]]
             states = state_list(counts.samples[fid], by_caller, samples)
+            if describe is not None:  # framework.py: the framework frames of its states
+                describe(states, counts.frameworks[fid], samples)
             out.append(thread_stat(tid, name, pid, samples, whole, states, rounds))
     out.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
     return out

@@ -15,6 +15,7 @@ from typing import Any
 
 from .compare import scope_effects
 from .findings import pool
+from .functions import MAX_THREADS, TOP_FUNCTIONS, function_name
 from .job_compare import rank_functions
 
 STEP_THREADS = "step threads"
@@ -43,11 +44,24 @@ def step_view(stats: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "total_samples": int(step["samples"]),
         "states": states,
-        "functions": [{"function": f, "frame": frame, "samples": n} for f, (n, frame) in ranked],
+        "functions": [
+            {"function": function_name(frame) or f, "frame": frame, "samples": n}
+            for f, (n, frame) in ranked
+        ],
+        "complete": {"functions": _functions_complete(stats, tids)},
         "scope": STEP_THREADS,
         "step_thread_names": list(step.get("names") or []),
         "design_effects": scope_effects(stats, "step"),
     }
+
+
+def _functions_complete(stats: Mapping[str, Any], tids: set[str]) -> bool:
+    """Whether the step threads' functions are all listed, so one absent had 0 samples:
+    every step thread has its row, each shorter than its cap (functions.py)."""
+    rows = {str(r.get("tid")): r for r in stats.get("thread_functions") or []}
+    if not tids <= rows.keys() and len(rows) >= MAX_THREADS:
+        return False  # a step thread may have been cut with the threads past the cap
+    return all(len(rows[t].get("functions") or []) < TOP_FUNCTIONS for t in tids if t in rows)
 
 
 def pair_views(

@@ -32,9 +32,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
 from .family import holm_adjusted
+from .frames import frame_key
 from .student import t_quantile, t_two_sided_p
 from .thresholds import CONFIDENCE, FAMILY_ERROR, Z_95
 
+SHORTEST_TOP_LIST = 30
+"""The smallest cap a top list is cut at (analysis.py never lists fewer than 30 frames
+when there are more): a list shorter than this holds every frame there was."""
 NOT_MEASURED = "not measured"
 REAL_CHANGE = "real change"
 WITHIN_NOISE = "within noise"
@@ -167,6 +171,9 @@ def effect_of(effects: Mapping[str, Any] | None, kind: str, name: str) -> float:
     field = {"state": "states", "function": "functions"}.get(kind)
     table = effects.get(field) if field else None
     found = table.get(name) if isinstance(table, Mapping) else None
+    if found is None and kind == "function" and isinstance(table, Mapping):
+        key = frame_key(name)  # a function matched by its key (one name per frame)
+        found = next((v for n, v in table.items() if frame_key(str(n)) == key), None)
     if found is None and kind == "state" and isinstance(table, Mapping) and table:
         found = max(table.values())  # a state not sampled there: the states' largest
     value = found if found is not None else effects.get("largest", 1.0)
@@ -402,10 +409,29 @@ def _compare_lists(before, after, field: str, name_of) -> list[ShareRow]:
     return sorted(rows, key=_row_order)
 
 
+def _rows_by_key(rows: Iterable[Mapping[str, Any]], key: str) -> dict[str, Mapping[str, Any]]:
+    """Rows by frames.frame_key of their `key` field (one name per frame, however named)."""
+    return {frame_key(str(r[key])): r for r in rows}
+
+
 def _row_order(row: ShareRow) -> tuple[int, float, float, str]:
     real = 0 if row["verdict"] == REAL_CHANGE else 1
     shares = [s["percent"] for s in (row["before"], row["after"]) if s]
     return real, -abs(row["delta_points"] or 0.0), -max(shares, default=0.0), row["name"]
+
+
+def list_complete(stats: Mapping[str, Any], field: str) -> bool:
+    """Whether `stats[field]` lists every frame (or function) there was, so one absent
+    from it had 0 samples: as its producer says (`complete`), a `top_self` whose leaves
+    add up to every sample, or a list shorter than the shortest cap."""
+    said = (stats.get("complete") or {}).get(field)
+    if said is not None:
+        return bool(said)
+    rows = stats.get(field) or []
+    if field == "top_self" and rows:
+        total = int(stats.get("total_samples") or 0)
+        return sum(int(r["samples"]) for r in rows) >= total
+    return len(rows) < SHORTEST_TOP_LIST
 
 
 def compare_frames(
@@ -413,17 +439,23 @@ def compare_frames(
 ) -> list[FrameRow]:
     """Top frames (`top_self` or `top_total`) of either capture with their change.
 
-    Lists are truncated, so a frame absent from one list is only known to be below
-    that list's smallest entry; its delta is then a bound, and the verdict tests the
-    bound (a real drop to below the bound is a real drop to the true value too).
+    Frames are matched by frames.frame_key, so a capture stored with full paths meets
+    one named as py-spy names frames. A truncated list only says that a frame absent
+    from it is below its smallest entry; its delta is then a bound, and the verdict
+    tests the bound (a real drop to below the bound is a real drop to the true value
+    too). A complete list (list_complete) says the frame had 0 samples: exact.
     """
     lists = (before.get(field) or [], after.get(field) or [])
     totals = (int(before.get("total_samples") or 0), int(after.get("total_samples") or 0))
-    by_frame = [_rows_by(rows, "frame") for rows in lists]
-    floors = [min((int(r["samples"]) for r in rows), default=0) for rows in lists]
+    by_frame = [_rows_by_key(rows, "frame") for rows in lists]
+    floors = [
+        None if list_complete(stats, field) else min((int(r["samples"]) for r in rows), default=0)
+        for stats, rows in zip((before, after), lists, strict=True)
+    ]
     names = [str(r["frame"]) for r in lists[1][:limit]] + [
         str(r["frame"]) for r in lists[0][:limit]
     ]
+    names = list({frame_key(n): n for n in reversed(names)}.values())[::-1]
     scopes = [scope_effects(s, "all") for s in (before, after)]
     effects = tuple(effect_of(scope, "frame", "") for scope in scopes)
     blocks = tuple(blocks_of(scope) for scope in scopes)
@@ -441,13 +473,16 @@ def compare_frames(
 def _frame_row(
     name: str,
     by_frame,
-    floors: list[int],
+    floors: list[int | None],
     totals: tuple[int, int],
     effects: tuple[float, ...] = (1.0, 1.0),
     blocks: tuple[int | None, ...] = (None, None),
 ) -> tuple[FrameRow, float]:
-    found = [side.get(name) for side in by_frame]
-    counts = [int(f["samples"]) if f else floors[i] for i, f in enumerate(found)]
+    key = frame_key(name)
+    # Absent from a complete list (no floor): 0 samples, exactly.
+    found = [side.get(key, None if floors[i] is not None else {"samples": 0})
+             for i, side in enumerate(by_frame)]  # fmt: skip
+    counts = [int(f["samples"]) if f else int(floors[i] or 0) for i, f in enumerate(found)]
     shares = [c / t if t else 0.0 for c, t in zip(counts, totals, strict=True)]
     delta = _points(shares[1] - shares[0])
     bound = "exact" if all(found) else ("at most" if found[0] else "at least")
@@ -525,7 +560,7 @@ def diff_flamegraph(
         out, node, match = stack.pop()
         kids = _children_by_name(match)
         for child in node.get("children") or []:
-            twin = kids.get(str(child.get("name")))
+            twin = kids.get(frame_key(str(child.get("name"))))
             diffed = _diff_node(child, twin, totals, shown_is_after)
             out["children"].append(diffed)
             stack.append((diffed, child, twin))
@@ -556,7 +591,7 @@ def _diff_node(
 def _children_by_name(node: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
     if not node:
         return {}
-    return {str(c.get("name")): c for c in node.get("children") or []}
+    return {frame_key(str(c.get("name"))): c for c in node.get("children") or []}
 
 
 def share_of(stats: Mapping[str, Any] | None, kind: str, name: str) -> ShareSide | None:

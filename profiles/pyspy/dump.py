@@ -5,6 +5,11 @@ Text layout: `Process PID: CMD`, `Python vX (PATH)`, then per thread a header
 without --nonblocking details) and frames innermost first, indented four spaces:
 `name (file:line)` or `name (library)`; with --locals, `Arguments:`/`Locals:`
 blocks of `name: repr` lines indented further. ANSI colour codes are removed.
+
+Frames are named as py-spy names them by default, as records are (frames.short_names
+over the dump's frames): `--json`'s `short_filename` where it gave one, else its full
+`filename` shortened, and text printed with `--full-filenames` alike. Where the dump
+gave a longer file than the name shows, a frame keeps it as `path`.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import re
 from typing import Any
 
 from .errors import ProfileError
-from .frames import is_native, split_location
+from .frames import is_native, renamed, split_location
 from .types import DumpFrame, DumpLocal, DumpThread
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -49,7 +54,28 @@ def parse_dump(text: str) -> list[DumpThread]:
             threads[-1]["frames"].append(_frame(line.strip()))
     if not threads:
         raise ProfileError("input is not `py-spy dump` output: no `Thread ...` lines")
+    return _named(threads)
+
+
+def _named(threads: list[DumpThread]) -> list[DumpThread]:
+    """The threads with each frame's file as py-spy names it by default (module doc),
+    the full file kept as `path` where it changes; the list is changed in place."""
+    frames = [f for t in threads for f in t["frames"] if f["location"]]
+    names = renamed(f"{f['name']} ({f['location']})" for f in frames)
+    for frame in frames:
+        short = names.get(f"{frame['name']} ({frame['location']})")
+        if short is not None:
+            location = split_location(short)[1]
+            full = frame["location"]
+            frame["path"] = frame.get("path") or _file(full, location)
+            frame["location"] = location
     return threads
+
+
+def _file(location: str, short: str) -> str:
+    """The file of a location (`/a/b.py:12` -> `/a/b.py`) when its short one has a line."""
+    file, _, line = location.rpartition(":")
+    return file if short.endswith(f":{line}") and line.isdigit() else location
 
 
 def _thread(pid: int | None, tid_text: str, status: str, name: str) -> DumpThread:
@@ -99,7 +125,7 @@ def _from_json(body: str) -> list[DumpThread]:
         raise ProfileError(
             "input is JSON but not `py-spy dump --json` output (expected a list of threads)"
         )
-    return [_json_thread(t) for t in doc]
+    return _named([_json_thread(t) for t in doc])
 
 
 def _json_thread(item: dict[str, Any]) -> DumpThread:
@@ -119,7 +145,8 @@ def _json_thread(item: dict[str, Any]) -> DumpThread:
 
 
 def _json_frame(item: dict[str, Any]) -> DumpFrame:
-    file = str(item.get("short_filename") or item.get("filename") or "")
+    full = str(item.get("filename") or "")
+    file = str(item.get("short_filename") or full)
     line = item.get("line")
     location = f"{file}:{line}" if isinstance(line, int) and line > 0 else file
     name = str(item.get("name", "?"))
@@ -128,6 +155,8 @@ def _json_frame(item: dict[str, Any]) -> DumpFrame:
         "location": location,
         "native": is_native(f"{name} ({location})"),
     }
+    if full and full != file:
+        frame["path"] = full
     if isinstance(item.get("locals"), list):
         frame["locals"] = [
             {"name": str(v.get("name")), "value": str(v.get("repr")), "arg": bool(v.get("arg"))}
@@ -157,5 +186,5 @@ def parse_dump_series(text: str) -> list[tuple[float | None, list[DumpThread]]] 
         if not isinstance(threads, list) or not all(isinstance(t, dict) for t in threads):
             raise ProfileError("a stored dump is not `py-spy dump --json` output")
         when = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
-        series.append((when, [_json_thread(t) for t in threads]))
+        series.append((when, _named([_json_thread(t) for t in threads])))
     return series

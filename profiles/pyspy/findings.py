@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 from .compare import wilson_interval
 from .frames import ThreadFilter, split_location
+from .framework import caller_key, framework_text, top_for, top_framework_callers
 from .thresholds import (
     ALLOCATOR_SHARE,
     BACKPRESSURE_SHARE,
@@ -142,11 +143,14 @@ class Pooled(NamedTuple):
     samples: int
     states: dict[str, int]
     callers: dict[str, dict[str, int]]
+    frameworks: dict[str, dict[tuple, int]] = {}  # noqa: RUF012 (never mutated)
+    """Per state: framework.caller_key of a framework_callers row -> samples."""
 
 
 def pool(threads: Iterable[Mapping[str, Any]]) -> Pooled:
-    """Add up the states (and their user callers' samples) of `threads`."""
-    total, states, callers = 0, {}, {}
+    """Add up the states (and their user callers' and framework frames' samples) of
+    `threads`."""
+    total, states, callers, frameworks = 0, {}, {}, {}
     for thread in threads:
         total += thread.get("samples") or 0
         for row in thread.get("states") or []:
@@ -154,7 +158,11 @@ def pool(threads: Iterable[Mapping[str, Any]]) -> Pooled:
             mine = callers.setdefault(row["state"], {})
             for caller in row.get("user_callers") or []:
                 mine[caller["frame"]] = mine.get(caller["frame"], 0) + caller["samples"]
-    return Pooled(total, states, callers)
+            under = frameworks.setdefault(row["state"], {})
+            for caller in row.get("framework_callers") or []:
+                key = caller_key(caller)
+                under[key] = under.get(key, 0) + caller["samples"]
+    return Pooled(total, states, callers, frameworks)
 
 
 def findings_for_capture(stats: Mapping[str, Any], names: Iterable[str] = ()) -> list[Finding]:
@@ -257,7 +265,8 @@ def share_finding(rule: Rule, pooled: Pooled) -> Finding | None:
         return None
     callers = top_frames(pooled.callers.get(rule.state, {}), pooled.samples)
     value = round(100 * samples / pooled.samples, 1)
-    return {
+    under = pooled.frameworks.get(rule.state, {})
+    found: Finding = {
         "rule": rule.name,
         "severity": severity(low, rule.threshold),
         "title": rule.title,
@@ -266,8 +275,11 @@ def share_finding(rule: Rule, pooled: Pooled) -> Finding | None:
         "threshold": rule.threshold,
         "frames": [c["frame"] for c in callers if c["frame"] != NO_USER_FRAME],
         "user_callers": callers,
-        "advice": rule.advice.format(site=call_site(callers), share=f"{value:g}%"),
+        "advice": rule.advice.format(site=call_site(callers, under), share=f"{value:g}%"),
     }
+    if under:  # framework.py: the framework frames the rule's samples stand in
+        found["framework_callers"] = top_framework_callers(under, pooled.samples, 5)
+    return found
 
 
 def percent_interval(samples: int, total: int) -> tuple[float, float]:
@@ -286,13 +298,27 @@ def top_frames(by_frame: Mapping[str, int], whole: int, top: int = 5) -> list[Fr
     return [{"frame": f, "samples": c, "percent": round(100 * c / whole, 2)} for c, f in rows]
 
 
-def call_site(callers: Sequence[FrameStat]) -> str:
-    """`train.py:75 (in train_step)` for the top user caller; a fallback when none."""
+def call_site(callers: Sequence[FrameStat], frameworks: Mapping[tuple, int] | None = None) -> str:
+    """`train.py:75 (in train_step)` for the top user caller; a fallback when none.
+    With `frameworks` (Pooled.frameworks of the state), the framework frame it stands in
+    too: `Trainer.training_step` (DDP backward), called from `train.py:106` (in `main`)."""
     for caller in callers:
         if caller["frame"] != NO_USER_FRAME:
             name, location = split_location(caller["frame"])
-            return f"`{location}` (in `{name}`)" if location else f"`{name}`"
+            site = f"`{location}` (in `{name}`)" if location else f"`{name}`"
+            return _in_framework(site, top_for(frameworks or {}, caller["frame"]))
+    found = top_for(frameworks or {})
+    if found:
+        return f"{framework_text(found)} (no frame of your code is on these stacks)"
     return "The step thread (no frame of your code is on these stacks)"
+
+
+def _in_framework(site: str, found: Mapping[str, Any] | None) -> str:
+    if not found:
+        return site
+    if found["user_inside"]:
+        return f"{site}, called from {framework_text(found)}"
+    return f"{framework_text(found)}, called from {site}"
 
 
 def sampler_finding(lag: Mapping[str, Any] | None) -> Finding | None:

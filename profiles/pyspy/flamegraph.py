@@ -7,6 +7,9 @@ shown as self time. That node counts against the budget. Frames deeper than
 MAX_DEPTH are pruned the same way so `json` and d3 can nest the tree.
 The same algorithm prunes a stored tree (`prune_flamegraph`), and
 `select_threads` keeps only some `thread (tid): name` subtrees of one.
+A node whose frame was read with a full path py-spy shortens by default
+(`threading.py:320` from `/usr/lib/python3.11/threading.py:320`) carries that file
+as `path`: only there, so a tree of short names costs nothing more.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 from .errors import ProfileError
-from .frames import ThreadFilter
+from .frames import ThreadFilter, recorded_files
 from .profile import Profile
 from .types import FlameNode
 
@@ -86,9 +89,12 @@ def trie_flamegraph(
 
     keep = choose_nodes(0, kids, total.__getitem__, max_nodes)
     nodes: dict[int, FlameNode] = {}
+    files = recorded_files(profile.renamed)
     for i in sorted(keep):
         name = ROOT_NAME if i == 0 else profile.frames[profile.frame[i]]
         nodes[i] = {"name": name, "value": total[i], "children": []}
+        if name in files:
+            nodes[i]["path"] = files[name]
         if i:
             nodes[profile.parent[i]]["children"].append(nodes[i])
     for i in keep:
@@ -157,6 +163,8 @@ def _shallow(node: FlameNode) -> FlameNode:
     copy: FlameNode = {"name": node["name"], "value": node["value"], "children": []}
     if "pruned_frames" in node:
         copy["pruned_frames"] = node["pruned_frames"]
+    if "path" in node:
+        copy["path"] = node["path"]
     return copy
 
 
@@ -199,7 +207,14 @@ def _select(tree: FlameNode, wanted: ThreadFilter) -> FlameNode | None:
 
 
 def _rebuilt(node: FlameNode, kept: list[FlameNode]) -> FlameNode:
-    return {"name": node["name"], "value": sum(k["value"] for k in kept), "children": kept}
+    out: FlameNode = {
+        "name": node["name"],
+        "value": sum(k["value"] for k in kept),
+        "children": kept,
+    }
+    if "path" in node:
+        out["path"] = node["path"]
+    return out
 
 
 def _deep_copy(node: FlameNode) -> FlameNode:

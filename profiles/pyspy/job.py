@@ -65,6 +65,7 @@ from .findings import (
     top_frames,
     with_busy_thread,
 )
+from .framework import FRAME_KEYS, framework_text, top_for
 from .layout import NO_LAYOUTS, Layouts
 from .ranknames import natural, ranks_label
 from .rankstats import well_formed
@@ -85,6 +86,7 @@ from .straggler import (
     wait_model,
     waiting,
     waiting_callers,
+    waiting_frameworks,
     with_waits,
 )
 from .stuck import Stuck, find_stuck, stuck_finding
@@ -242,9 +244,12 @@ def describe_class(
     distinct = _distinctive(group, rest) if rest else None
     names = [v.name for v in group]
     label = places.named(ranks_label(names), names) + ": "
+    under = pooled.frameworks.get(main["state"], {}) if main is not None else {}
     if main is not None:
-        site = call_site(main["user_callers"]) if main["user_callers"] else ""
-        label += f"{main['percent']:.0f}% {main['state']}" + (f" at {site}" if site else "")
+        site = call_site(main["user_callers"], under) if main["user_callers"] else ""
+        found = top_for(under)
+        at = "in" if found and site.startswith(framework_text(found)) else "at"
+        label += f"{main['percent']:.0f}% {main['state']}" + (f" {at} {site}" if site else "")
     if distinct is not None:
         label += f"; {distinct['percent']:.0f}% in `{distinct['function']}`"
     elif rest and main is not None:
@@ -255,6 +260,8 @@ def describe_class(
         "states": [{"state": s["state"], "percent": s["percent"]} for s in states],
         "distinctive": distinct,
     }
+    if found := top_for(under):  # framework.py: the framework frame of its main state
+        described["framework_frame"] = found  # type: ignore[typeddict-item]
     if group_place := places.place(names):
         described["group"] = group_place
     return described
@@ -362,6 +369,7 @@ def straggler_finding(
     waited = waiting(others)
     low, high = percent_interval(*waited)
     callers = top_frames(waiting_callers(pool_views(others), waits), waited[1])
+    under = waiting_frameworks(pool_views(others), waits)
     explanation = straggler["explanation"]
     cause = f", which spends {_excess(explanation[0])}" if explanation else ""
     value = round(100 * waited[0] / waited[1], 1)
@@ -383,7 +391,7 @@ def straggler_finding(
             dict.fromkeys([i["frame"] for i in explanation] + [c["frame"] for c in callers[:2]])
         ),
         "user_callers": callers,
-        "advice": f"The other ranks wait {value:g}% of their step at {call_site(callers)} "
+        "advice": f"The other ranks wait {value:g}% of their step at {call_site(callers, under)} "
         f"for {who}{surfaces}{cause}: remove that excess from its step.",
         "ranks": [straggler["name"]],
     }
@@ -393,9 +401,12 @@ def _excess(item: Explanation) -> str:
     """`+39.9 pts more than them in `metric_per_sample (train.py)``, or `... in data_wait
     at `train.py:151` (in `Job.train`)`` for a state at a call site."""
     delta = f"{item['delta']:+.1f} pts more than them"
+    found = item.get("framework_frame")
     if "function" in item:
-        return f"{delta} in `{item['function']}`"
-    return f"{delta} in {item.get('state', '')} at {call_site([_as_frame(item)])}"
+        within = f", called from {framework_text(found)}" if found else ""
+        return f"{delta} in `{item['function']}`{within}"
+    under = {(*(found[k] for k in FRAME_KEYS), item["frame"]): 1} if found else None
+    return f"{delta} in {item.get('state', '')} at {call_site([_as_frame(item)], under)}"
 
 
 def _as_frame(item: Explanation) -> FrameStat:

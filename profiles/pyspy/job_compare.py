@@ -36,6 +36,8 @@ from .compare import (
     share_row,
     share_side,
 )
+from .frames import frame_key
+from .functions import function_name
 from .states import STATES
 
 RankFunctions = tuple[int, Mapping[str, tuple[int, str]]]
@@ -307,7 +309,7 @@ def function_changes(
                 {
                     "ranks": list(ranks),
                     "label": label,
-                    "function": function,
+                    "function": function_name(frame_b or frame_a) or function,
                     "frame": frame_b or frame_a,
                     "a_percent": change["a_percent"] or 0.0,
                     "b_percent": change["b_percent"] or 0.0,
@@ -342,7 +344,8 @@ def _pool_functions(
 
 def rank_functions(stats: Mapping[str, Any]) -> RankFunctions:
     """A rank's step-thread user functions from its stored stats (`step_threads`,
-    `thread_functions`); (0, {}) when it has none."""
+    `thread_functions`), keyed by frames.frame_key (a capture stored with full paths
+    meets one named as py-spy names frames); (0, {}) when it has none."""
     step = stats.get("step_threads") or {}
     tids = {str(t) for t in step.get("tids") or []}
     functions: dict[str, tuple[int, str]] = {}
@@ -351,7 +354,7 @@ def rank_functions(stats: Mapping[str, Any]) -> RankFunctions:
         if str(row.get("tid")) not in tids:
             continue
         for fn in row.get("functions") or []:
-            name, count = fn["function"], int(fn["samples"])
+            name, count = frame_key(str(fn["function"])), int(fn["samples"])
             total, frame = functions.get(name, (0, fn["frame"]))
             if count > best.get(name, 0):  # the frame of the thread that runs it most
                 best[name], frame = count, fn["frame"]

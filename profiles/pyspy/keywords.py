@@ -20,6 +20,7 @@ So `gil: re:^pthread_cond_timedwait$ under python` listed before
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -76,6 +77,14 @@ def parse_keyword(text: str) -> Rule:
     return Rule(match, caller)
 
 
+@lru_cache(maxsize=4096)
+def compiled_keyword(text: str) -> Rule:
+    """parse_keyword, once a process (a Rule is immutable): an analysis compiles its
+    keywords through it, so a worker that forks one analysis a capture compiles them
+    once (analysis.prepare_analysis), not once a child."""
+    return parse_keyword(text)
+
+
 def keyword_problem(text: str) -> str | None:
     """Why `text` is not a valid keyword, or None (for forms that validate input)."""
     try:
@@ -119,7 +128,7 @@ GPU_KEYWORDS: tuple[Keyword, ...] = (
     # GIL first. py-spy hides take_gil and PyEval_RestoreThread in most builds, so
     # a GIL wait shows as a condition wait right under Python, the interpreter, a
     # pybind11 GIL guard or torch's bindings (which release the GIL around ops):
-    # every such wait in the captures of bench/torch_target.py was the GIL.
+    # every such wait in the captures of bench/targets/torch_target.py was the GIL.
     *_kw(
         "gil",
         "=take_gil",
@@ -154,7 +163,7 @@ GPU_KEYWORDS: tuple[Keyword, ...] = (
     ),
     *_kw("copy", "cudaMemcpy", "cuMemcpy"),
     # `.item()` is THPVariable_item / at::native::item; __getitem__, THPVariable_getitem
-    # and at::indexing::get_item are indexing (all seen in bench/torch_target.py captures).
+    # and at::indexing::get_item are indexing (all seen in bench/targets/torch_target.py captures).
     *_kw("host sync", "_local_scalar_dense", "re:(^|[.:]|THPVariable_)item$"),
     # Collectives of every backend: NCCL, gloo and c10d (ProcessGroup*, Work::wait), by
     # native name. Not the Python file: `distributed_c10d.py` also runs imports and

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator
 from itertools import compress, islice
 
-from .keywords import Keyword, Rule, parse_keyword
+from .keywords import Keyword, Rule, compiled_keyword
 from .linear_regex import PatternSet, UnsupportedPattern
 from .profile import Profile
 
@@ -35,7 +35,7 @@ class KeywordMatcher:
         self.n_keywords = len(keywords)
         names = category_names(keywords)
         self._category_of = [names.index(kw.category) for kw in keywords]
-        self._rules = [parse_keyword(kw.keyword) for kw in keywords]
+        self._rules = [compiled_keyword(kw.keyword) for kw in keywords]
         self._contextual = sum(1 << i for i, r in enumerate(self._rules) if r.caller)
         self.candidates = _candidate_masks(profile, self._rules)
         """Per frame: keywords whose own pattern matches it (callers not checked)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import NamedTuple
 
@@ -120,7 +120,7 @@ def _stalls(capture: TimedCapture, thread: ThreadTrack) -> list[Stall]:
         stall = _regular(capture, series, key, counts)
         if stall is not None:
             stalls.append(stall)
-    return _distinct(stalls, capture.track.step_s, _detect_bucket(capture))
+    return _distinct(stalls, capture.track.at, _detect_bucket(capture))
 
 
 def _detect_bucket(capture: TimedCapture) -> float:
@@ -131,9 +131,7 @@ def _series(capture: TimedCapture, thread: ThreadTrack) -> _Series:
     track = capture.track
     bucket = _detect_bucket(capture)
     count = max(1, math.ceil(track.duration_s / bucket - 1e-9))
-    edges = [
-        min(track.rounds, math.ceil(i * bucket / track.step_s - 1e-9)) for i in range(count + 1)
-    ]
+    edges = [track.round_at(i * bucket) for i in range(count + 1)]
     states = capture.sample_states(thread)
     totals = [(b - a) - states.count(NO_STATE, a, b) for a, b in pairwise(edges)]
     candidates = _candidates(capture, thread, sum(totals))
@@ -178,17 +176,17 @@ def _regular(
     hits = series.marks[key]
     bursts = [_refine(hits, series.edges, run, run in whole_runs) for run in runs]
     whole = [b for b in bursts if b.whole]
-    step = capture.track.step_s
-    intervals = [(b.start - a.start) * step for a, b in pairwise(whole)]
+    at = capture.track.at  # a round's time (py-spy's own when it stamped them)
+    intervals = [at(b.start) - at(a.start) for a, b in pairwise(whole)]
     period = statistics.fmean(intervals)
     cv = statistics.pstdev(intervals) / period if period > 0 else math.inf
-    duration = statistics.fmean((b.end - b.start) * step for b in whole)
+    duration = statistics.fmean(at(b.end) - at(b.start) for b in whole)
     if cv > MAX_CV or period < MIN_PERIOD_S or duration > MAX_DUTY * period:
         return None
     slack = (1 + EDGE_SLACK) * period
-    if bursts[0].start * step > slack or capture.track.duration_s - bursts[-1].end * step > slack:
+    if at(bursts[0].start) > slack or capture.track.duration_s - at(bursts[-1].end) > slack:
         return None
-    duties = [(b.end - b.start) * step / period for b in whole]
+    duties = [(at(b.end) - at(b.start)) / period for b in whole]
     return Stall(key[0], key[1], bursts, period, duration, cv, duties)
 
 
@@ -224,19 +222,19 @@ def _refine(hits: bytes, edges: list[int], run: tuple[int, int], whole: bool) ->
     return Burst(hits.find(1, begin, end), hits.rfind(1, begin, end) + 1, whole)
 
 
-def _distinct(stalls: list[Stall], step: float, bucket: float) -> list[Stall]:
+def _distinct(stalls: list[Stall], at: Callable[[int], float], bucket: float) -> list[Stall]:
     """One stall per set of coinciding bursts: functions first, then the longest."""
     ordered = sorted(stalls, key=lambda s: (not s.is_function, -s.duration_s, s.signal))
     kept: list[Stall] = []
     for stall in ordered:
-        if not any(_coincide(stall, other, step, bucket) for other in kept):
+        if not any(_coincide(stall, other, at, bucket) for other in kept):
             kept.append(stall)
     return kept
 
 
-def _coincide(a: Stall, b: Stall, step: float, bucket: float) -> bool:
-    starts = [x.start * step for x in b.bursts]
-    near = sum(any(abs(x.start * step - s) <= 2 * bucket for s in starts) for x in a.bursts)
+def _coincide(a: Stall, b: Stall, at: Callable[[int], float], bucket: float) -> bool:
+    starts = [at(x.start) for x in b.bursts]
+    near = sum(any(abs(at(x.start) - s) <= 2 * bucket for s in starts) for x in a.bursts)
     return near >= COINCIDE_SHARE * min(len(a.bursts), len(b.bursts))
 
 
@@ -251,7 +249,7 @@ def _finding(capture: TimedCapture, thread: ThreadTrack, stall: Stall) -> Period
     state, frame, callers = _inside(capture, thread, stall)
     what = f"`{frame}`" if stall.is_function else state
     period, duration = round(stall.period_s, 2), round(stall.duration_s, 2)
-    step = capture.track.step_s
+    at = capture.track.at
     return {
         "rule": RULE,
         "severity": severity(low, MIN_DUTY_PERCENT),  # type: ignore[typeddict-item]
@@ -269,7 +267,7 @@ def _finding(capture: TimedCapture, thread: ThreadTrack, stall: Stall) -> Period
         "state": state,
         "function": stall.signal if stall.is_function else None,
         "thread": thread.name or str(thread.tid),
-        "bursts": [[round(b.start * step, 2), round(b.end * step, 2)] for b in stall.bursts],
+        "bursts": [[round(at(b.start), 2), round(at(b.end), 2)] for b in stall.bursts],
         "regularity_cv": round(stall.cv, 3),
     }
 

@@ -55,8 +55,15 @@ class Profile:
         first_on_path: bytearray,
         branches: dict[int, int],
         skipped_lines: int = 0,
+        installed: frozenset[str] = frozenset(),
     ) -> None:
         self.format = format
+        self.installed = installed
+        """Packages known to be installed code from the full paths they were read with
+        (frames.installed_packages): library code for usercode.py."""
+        self.renamed: dict[str, str] = {}
+        """Full name -> short name of each frame read with a name py-spy shortens by
+        default (frames.renamed): where the full path stays available (a tooltip)."""
         self.frames = frames
         self.parent = parent
         self.frame = frame
@@ -161,7 +168,9 @@ class ProfileBuilder:
         self.skipped_lines = 0
 
     def add(self, stack: Sequence[str], count: int) -> int:
-        """Add `count` samples of one stack given root first; returns its leaf node."""
+        """Add `count` samples of one stack given root first; returns its leaf node (the
+        built Profile's too, unless build() merges frames whose full names shorten
+        alike: a caller keeping nodes adds names already short, as timed.py does)."""
         ids = list(map(self._intern.__getitem__, stack))
         parent, frame, get = self.parent, self.frame, self._children.get
         size = len(parent)
@@ -203,8 +212,19 @@ class ProfileBuilder:
         return last
 
     def build(self, fmt: Literal["raw", "speedscope"]) -> Profile:
-        frames = list(self._intern)
-        return Profile(
+        """The Profile, its frames named as py-spy names them by default
+        (frames.short_names): a speedscope file's full paths and raw text's short ones
+        give one name per frame. Two full names that shorten alike are one frame, as
+        in py-spy's own raw output, so their stacks are merged."""
+        full = list(self._intern)
+        frames = fr.short_names(full)
+        installed = fr.installed_packages(full)
+        renamed = {f: s for f, s in zip(full, frames, strict=True) if f != s}
+        if len(set(frames)) < len(frames):
+            merged = self._merged(frames).build(fmt)
+            merged.installed, merged.renamed = installed, renamed
+            return merged
+        profile = Profile(
             format=fmt,
             frames=frames,
             parent=self.parent,
@@ -214,4 +234,23 @@ class ProfileBuilder:
             first_on_path=self.first_on_path,
             branches=self._children,
             skipped_lines=self.skipped_lines,
+            installed=installed,
         )
+        profile.renamed = renamed
+        return profile
+
+    def _merged(self, names: list[str]) -> ProfileBuilder:
+        """A builder holding every stack again under the frames' new names (rare: only
+        when two full paths shorten alike)."""
+        merged = ProfileBuilder()
+        merged.skipped_lines = self.skipped_lines
+        parent, frame = self.parent, self.frame
+        for node in range(1, len(parent)):
+            if not self.self_count[node]:
+                continue
+            stack, up = [], node
+            while up > 0:
+                stack.append(names[frame[up]])
+                up = parent[up]
+            merged.add(stack[::-1], self.self_count[node])
+        return merged

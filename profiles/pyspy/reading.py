@@ -173,7 +173,7 @@ def _utf16_pieces(fh: IO[bytes], label: str) -> Iterator[str]:
 def _parse_json_bytes(fh: IO[bytes], label: str) -> Profile:
     """Decoded and parsed piece by piece: the file is never held whole, as bytes,
     text or objects (see speedscope.py for what is kept)."""
-    pieces = _decoded_pieces(fh, label)
+    pieces = decoded_pieces(fh, label)
     try:
         return _parse_json(pieces, label)
     except ProfileError:
@@ -182,7 +182,7 @@ def _parse_json_bytes(fh: IO[bytes], label: str) -> Profile:
         raise
 
 
-def _decoded_pieces(fh: IO[bytes], label: str) -> Iterator[str]:
+def decoded_pieces(fh: IO[bytes], label: str) -> Iterator[str]:
     """UTF-8 text (invalid bytes replaced, a BOM dropped); a NUL byte refuses the file."""
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     offset, first = 0, True

@@ -33,11 +33,13 @@ from .compare import (
     difference_p,
     effect_of,
     effective,
+    list_complete,
     newcombe_interval,
     scope_effects,
     share_side,
     two_proportion_p,  # noqa: F401 - the pooled test, as tests and earlier callers know it
 )
+from .frames import frame_key
 from .state_rules import STATES
 from .thresholds import (
     FALSE_DISCOVERY_RATE,
@@ -129,22 +131,42 @@ def share_counts(stats: Mapping[str, Any], top_frames: int = 15) -> dict[str, Co
         counts[f"category:{row['category']}"] = {"samples": int(row["samples"]), "exact": True}
     for kind, (field, name) in LISTS.items():
         for row in (stats.get(field) or [])[:top_frames]:
-            counts[f"{kind}:{row[name]}"] = {"samples": int(row["samples"]), "exact": True}
+            key = f"{kind}:{frame_key(str(row[name]))}"
+            counts[key] = {"samples": int(row["samples"]), "exact": True}
     return counts
 
 
+def row_key(kind: str, name: str) -> str:
+    """`kind:name` as rows and alerts are keyed: a frame or function by frames.frame_key,
+    so a capture stored with full paths and one named as py-spy names frames meet."""
+    return f"{kind}:{frame_key(name)}" if kind in LISTS else f"{kind}:{name}"
+
+
+def labels(*sides: Mapping[str, Any]) -> dict[str, str]:
+    """Each frame or function row's key -> its name as the latest side writes it."""
+    named: dict[str, str] = {}
+    for stats in sides:
+        for kind, (field, name) in LISTS.items():
+            for row in stats.get(field) or []:
+                named[row_key(kind, str(row[name]))] = str(row[name])
+    return named
+
+
 def _fill_bounds(stats: Mapping[str, Any], own: dict[str, Count], other: Iterable[str]) -> None:
-    """A frame the other side lists: its count here, or the smallest count of this
-    side's whole list as an upper bound (the lists are truncated)."""
+    """A frame the other side lists: its count here; when this side's list lacks it, 0
+    if the list is complete (compare.list_complete), else the smallest count of the
+    list as an upper bound (a truncated list says no more)."""
     for key in other:
         kind, _, name = key.partition(":")
         if key in own or kind not in LISTS:
             continue
         field, named = LISTS[kind]
         rows = stats.get(field) or []
-        found = next((r for r in rows if r[named] == name), None)
+        found = next((r for r in rows if row_key(kind, str(r[named])) == key), None)
         if found is not None:
             own[key] = {"samples": int(found["samples"]), "exact": True}
+        elif list_complete(stats, field):
+            own[key] = {"samples": 0, "exact": True}
         else:
             floor = min((int(r["samples"]) for r in rows), default=0)
             own[key] = {"samples": floor, "exact": False}
@@ -177,8 +199,10 @@ def tracked_counts(
         key=lambda k: (-tracked[k]["samples"], k),
     )[:MAX_TRACKED_CATEGORIES]
     wanted = [*states, *categories]
-    wanted += [f"self:{r['frame']}" for r in (baseline.get("top_self") or [])[:frames]]
-    wanted += [f"function:{r['function']}" for r in (baseline.get("functions") or [])[:frames]]
+    wanted += [row_key("self", r["frame"]) for r in (baseline.get("top_self") or [])[:frames]]
+    wanted += [
+        row_key("function", r["function"]) for r in (baseline.get("functions") or [])[:frames]
+    ]
     own = share_counts(stats, top_frames=0)
     _fill_bounds(stats, own, wanted)
     return {key: [own[key]["samples"], total] for key in wanted if key in own}
@@ -303,6 +327,9 @@ def judge(
         "design effects over time blocks" if all(effects) else "independent samples"
     )
     rows = _distinct([_row(k, c, totals, effects) for k, c in pairs.items()])
+    named = labels(before, after)
+    for row in rows:
+        row["name"] = named.get(row["key"], row["name"])
     adjusted = benjamini_hochberg([r["p_value"] for r in rows], dependent=options.dependent)
     for row, q in zip(rows, adjusted, strict=True):
         row["q_value"] = q
@@ -349,7 +376,12 @@ def where(row: Row, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     if row["kind"] == "function":
         for stats in (after, before):
             found = next(
-                (f for f in stats.get("functions") or [] if f["function"] == row["name"]), None
+                (
+                    f
+                    for f in stats.get("functions") or []
+                    if row_key("function", f["function"]) == row["key"]
+                ),
+                None,
             )
             if found:
                 return str(found["frame"])

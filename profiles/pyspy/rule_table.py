@@ -25,6 +25,8 @@ from .state_rules import DEFAULT_RULES, STATES, StateRule
 from .usercode import file_of
 
 TRANSPARENT = "transparent"
+FRAMEWORK_STATES = ("step", "phase")
+"""The `state` of a framework-step row (framework.py) in a rules file."""
 LEVELS = {"fallback": 1, "primitive": 2, "decide": 3}
 
 
@@ -43,7 +45,13 @@ class StateRules:
     """A compiled rule table: the user's rules first, then the defaults."""
 
     def __init__(self, rules: Sequence[StateRule], source: str = "state rules") -> None:
-        self.rules = tuple(rules)
+        self.framework_rows = tuple(r for r in rules if r.state in FRAMEWORK_STATES)
+        """The user's framework-step rows (framework.py compiles them, after its defaults)."""
+        for row in self.framework_rows:
+            if not row.framework.strip() or not row.phase.strip():
+                raise ProfileError(f"{source}: a {row.state} row needs a framework and a phase")
+        self._frameworks = None  # framework.rules_of compiles them once
+        self.rules = tuple(r for r in rules if r.state not in FRAMEWORK_STATES)
         self._compiled = [_compile_rule(rule, source) for rule in self.rules]
         self._exact: dict[str, list[int]] = {}
         self._any_name: list[int] = []
@@ -144,7 +152,8 @@ def _rules_from_json(name: str, text: str) -> list[StateRule]:
 
 
 _TEXT_RULE = re.compile(
-    r"(?P<state>\w+)\s*:\s*(?P<name>.+?)(?: in (?P<file>\S+))?(?: under (?P<caller>\S+))?"
+    r"(?P<state>\w+)(?:\s+(?P<framework>[\w.-]+)\s*\((?P<phase>[^()]+)\))?"
+    r"\s*:\s*(?P<name>.+?)(?: in (?P<file>\S+))?(?: under (?P<caller>\S+))?"
     r"(?: \[(?P<level>\w+)\])?\Z"
 )
 

@@ -12,7 +12,8 @@
   sample raw.py would read otherwise (a first frame `#...` or an unclosed `process N:"`,
   a line past MAX_LINE_CHARS) counts as malformed;
 - its time track (timetrack.py): each thread's samples in order as record indexes, and
-  the sampling clock the caller read on the host (`start`, `end`) with the rate. Without
+  the sampling clock the caller read on the host (`start`, `end`) with the rate, and
+  each round's own time where py-spy stamped it (a chrometrace, read by chrometrace.py). Without
   `--idle`, or when samples carry counts, the track is `exact: false` with the reason.
 """
 
@@ -22,8 +23,9 @@ import math
 import re
 import zlib
 from array import array
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import compress
 from typing import NamedTuple
 
@@ -32,7 +34,7 @@ from .frames import is_synthetic, parse_process, parse_thread
 from .jsonstream import JsonError, JsonStream, text_pieces
 from .limits import MAX_LINE_CHARS, MAX_STACK_DEPTH
 from .raw import folded_record
-from .reading import PIECE, _decoded_pieces
+from .reading import PIECE, decoded_pieces
 from .speedscope import _BAD, TOO_LONG, _indexes, _prefix, parse_speedscope, read_speedscope
 from .timetrack import MAX_NAME_CHARS, NO_LINE, ThreadTrack, Track
 
@@ -63,6 +65,7 @@ def split_speedscope(
     idle: bool,
     label: str = "input",
     window_from: float | None = None,
+    times: Sequence[float] | None = None,
 ) -> Split:
     """py-spy speedscope output (bytes, maybe gzip, or text) -> raw text and time track.
 
@@ -73,6 +76,8 @@ def split_speedscope(
     before it are cut from every thread that lived through the capture, and the track
     starts at the first round kept. A thread with fewer samples than the rounds (born
     or ended within the capture) cannot be placed, and keeps all of its samples.
+    `times`: each round's time in seconds since `start`, ascending from 0, where py-spy
+    stamped them (profiles.pyspy.chrometrace): rounds are placed there, and cut there.
     """
     _check_clock(start, end, rate)
     doc = _read(data, label)
@@ -81,7 +86,7 @@ def split_speedscope(
     stacks = list(doc.stacks)
     kept = [(str(p.name), p.samples, p.weights if p.unit == "none" else None) for p in sampled]
     if idle and window_from is not None:
-        kept, start = _from_window(kept, start, end, window_from)
+        kept, start, times = _from_window(kept, start, end, window_from, times)
     profile = parse_speedscope(doc, label)  # the same checks and skipped_lines as `analyze`
     writer = _Records(names, stacks)
     threads = [writer.thread(name, samples, weights) for name, samples, weights in kept]
@@ -90,34 +95,52 @@ def split_speedscope(
     lines = [f"{key} {count}" for key, count in zip(writer.keys, writer.counts, strict=True)]
     lines += ["# flamedeck: a malformed sample"] * (profile.skipped_lines + writer.unsafe)
     exact, reason = _exactness(idle, writer.counted)
+    rounds = max((t.samples for t in threads), default=0)
+    placed = array("d", times) if exact and times is not None and len(times) == rounds else None
     track = Track(
         start=float(start),
         end=float(end),
         rate=float(rate),
-        rounds=max((t.samples for t in threads), default=0),
+        rounds=rounds,
         records=len(writer.keys),
         threads=threads if exact else [],
         exact=exact,
         reason=reason,
+        times=placed,
     )
     return Split("\n".join(lines) + "\n", track)
 
 
-def _from_window(kept: list, start: float, end: float, window_from: float) -> tuple[list, float]:
-    """`kept` without the rounds placed before `window_from`, and the new start."""
+def _from_window(
+    kept: list, start: float, end: float, window_from: float, times: Sequence[float] | None
+) -> tuple[list, float, Sequence[float] | None]:
+    """`kept` without the rounds placed before `window_from`, the new start and times."""
     rounds = max((len(samples) for _, samples, _ in kept if samples is not None), default=0)
     if not rounds or not start < window_from < end:
-        return kept, start
-    step = (end - start) / rounds
-    cut = min(rounds - 1, math.ceil((window_from - start) / step))
+        return kept, start, times
+    if times is not None and len(times) == rounds:
+        cut = min(rounds - 1, bisect_left(times, window_from - start))
+        at = times[cut]
+        if cut > 0:
+            times = [t - at for t in times[cut:]]
+    else:
+        step = (end - start) / rounds
+        cut = min(rounds - 1, math.ceil((window_from - start) / step))
+        at = cut * step
     if cut <= 0:
-        return kept, start
+        return kept, start, times
+    stamped = times is not None and len(times) + cut == rounds
     whole = []
     for name, samples, weights in kept:
         if samples is not None and len(samples) == rounds:
             samples, weights = samples[cut:], None if weights is None else weights[cut:]
+        elif samples is not None and stamped:
+            # py-spy's times (a chrometrace): a thread first seen later than the first
+            # round holds the last rounds, so it loses only what it had before the cut.
+            drop = max(0, cut - (rounds - len(samples)))
+            samples, weights = samples[drop:], None if weights is None else weights[drop:]
         whole.append((name, samples, weights))
-    return whole, start + cut * step
+    return whole, start + at, times
 
 
 def _check_clock(start: float, end: float, rate: float) -> None:
@@ -151,7 +174,7 @@ def _read(data: bytes | str, label: str):  # -> Speedscope
             import gzip
 
             raw = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
-        pieces = _decoded_pieces(raw, label)
+        pieces = decoded_pieces(raw, label)
     stream = JsonStream(pieces)
     try:
         if stream.peek() != "{":

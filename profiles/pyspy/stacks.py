@@ -47,12 +47,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
-from .frames import ThreadFilter
+from .frames import ThreadFilter, installed_packages
+from .framework import default_framework_rules, framework_text, site_text, stack_framework
 from .layout import NO_LAYOUTS, Layouts
 from .profile import ProfileBuilder
 from .ranknames import natural, ranks_label
 from .states import STATES, UserCode, classify
-from .types import DumpThread, Stacks, StacksClass, StacksRank, StacksVerdict
+from .types import DumpThread, FrameworkFrame, Stacks, StacksClass, StacksRank, StacksVerdict
 
 __all__ = ["Stacks", "StacksClass", "StacksRank", "StacksVerdict", "analyze_stacks"]
 
@@ -95,7 +96,7 @@ def analyze_stacks(
     `step_names`: the run's step-thread names or tids, if any; `layouts`: rank name ->
     its place in the parallel layout, where known."""
     places = Layouts(layouts)
-    facts = _Facts()
+    facts = _Facts(_installed(ranks))
     dumped = [(name, [[_thread(t) for t in dump] for dump in dumps]) for name, dumps in ranks]
     wanted = ThreadFilter(step_names)
     step_name = _job_step_name([t for _, d in dumped for dump in d for t in dump], facts)
@@ -126,6 +127,13 @@ def _thread(thread: DumpThread) -> _Thread:
     return _Thread(tid, name, tuple(frames), tuple(key), thread.get("active"), main)
 
 
+def _installed(ranks: Sequence[tuple[str, Sequence[list[DumpThread]]]]) -> frozenset[str]:
+    """Packages the dumps' full files show installed (frames.installed_packages): library
+    code once frames are named short, as a record's Profile.installed."""
+    paths = (f.get("path") for _, dumps in ranks for d in dumps for t in d for f in t["frames"])
+    return installed_packages(f"? ({p})" for p in paths if p)
+
+
 def _is_address(frame: str) -> bool:
     return frame == _ADDRESS or frame.startswith(f"{_ADDRESS} (")
 
@@ -133,9 +141,10 @@ def _is_address(frame: str) -> bool:
 class _Facts:
     """A stack's state and innermost user frame, worked out once per distinct key."""
 
-    def __init__(self) -> None:
-        self.user = UserCode()
+    def __init__(self, installed: Iterable[str] = ()) -> None:
+        self.user = UserCode(installed)
         self._seen: dict[tuple[str, ...], tuple[str, str | None]] = {}
+        self._frameworks: dict[tuple[str, ...], FrameworkFrame | None] = {}
 
     def classified(self, key: tuple[str, ...]) -> tuple[str, str | None]:
         found = self._seen.get(key)
@@ -161,6 +170,15 @@ class _Facts:
 
     def user_frame(self, thread: _Thread | None) -> str | None:
         return None if thread is None else self.classified(thread.key)[1]
+
+    def framework(self, thread: _Thread | None) -> FrameworkFrame | None:
+        """The framework frame of the stack (framework.py), None without one."""
+        if thread is None:
+            return None
+        if thread.key not in self._frameworks:
+            found = stack_framework(thread.key, default_framework_rules(), self.user.is_user)
+            self._frameworks[thread.key] = found
+        return self._frameworks[thread.key]
 
     def user_frames(self, thread: _Thread) -> int:
         return sum(self.user.is_user(f) for f in thread.key if not _is_address(f))
@@ -222,6 +240,7 @@ def _rank_row(view: _Rank, facts: _Facts) -> StacksRank:
         "state": facts.state(last),
         "moving": view.moving,
         "dumps": view.dumps,
+        "framework_frame": facts.framework(last),
     }
 
 
@@ -257,6 +276,7 @@ def _describe(
         "state": facts.state(last),
         "frames": list(path),
         "moving": any(m.moving for m in members),
+        "framework_frame": facts.framework(last),
     }
     if group := places.place(described["ranks"]):
         described["group"] = group
@@ -302,11 +322,19 @@ def _verdict(
         "explanation": sentence + _short_ranks(views, dumps),
         "user_frame": shown["user_frame"],
         "state": shown["state"],
+        "framework_frame": shown.get("framework_frame"),
     }
 
 
 def _unclear(text: str) -> StacksVerdict:
-    return {"kind": "unclear", "odd": [], "explanation": text, "user_frame": None, "state": None}
+    return {
+        "kind": "unclear",
+        "odd": [],
+        "explanation": text,
+        "user_frame": None,
+        "state": None,
+        "framework_frame": None,
+    }
 
 
 def _kind(dumps: int, moved: list[str], ranks: int, rest: list[StacksClass]) -> Kind:
@@ -348,15 +376,31 @@ def _where(
 
 
 def _at(cls: StacksClass, plural: bool) -> str:
-    frame = _frame(cls)
+    frame, found = _frame(cls), cls.get("framework_frame")
     if cls["state"] == COLLECTIVE:
-        return f"{'wait' if plural else 'waits'} in a collective at `{frame}`"
+        where = f"in {site_text(cls['user_frame'], found)}" if found else f"at `{frame}`"
+        return f"{'wait' if plural else 'waits'} in a collective {where}"
+    if found:
+        return f"{'stand' if plural else 'stands'} {_in_state(cls, found)}"
     return f"{'stand' if plural else 'stands'} in `{frame}` ({cls['state']})"
+
+
+def _in_state(cls: StacksClass, found: FrameworkFrame) -> str:
+    """`in `f (x.py:9)` (idle), called from `CallbackHandler.on_step_end` (callback)`."""
+    user, state = cls["user_frame"], cls["state"]
+    if not user:
+        return f"in {framework_text(found)} ({state})"
+    if found["user_inside"]:
+        return f"in `{user}` ({state}), called from {framework_text(found)}"
+    return f"in {framework_text(found)}, called from `{user}` ({state})"
 
 
 def _at_most(rest: list[StacksClass]) -> str:
     """Several classes on the waiting side: where the most of them stand."""
     if all(c["state"] == COLLECTIVE for c in rest):
+        found = rest[0].get("framework_frame")
+        if found:
+            return f"wait in collectives, the most in {site_text(rest[0]['user_frame'], found)}"
         return f"wait in collectives, the most at `{_frame(rest[0])}`"
     return f"stand in {len(rest)} places, the most in `{_frame(rest[0])}` ({rest[0]['state']})"
 

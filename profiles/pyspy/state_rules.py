@@ -52,6 +52,10 @@ class StateRule(NamedTuple):
     caller_file: str = ""
     level: str = "decide"
     kind: str = ""
+    framework: str = ""
+    """Rows with state "step" or "phase" only: the framework (framework_rules.py)."""
+    phase: str = ""
+    """...and the words shown beside the frame ("training step", "DDP backward")."""
 
 
 def _rows(state: str, names: str, level: str = "decide", file: str = "") -> tuple[StateRule, ...]:

@@ -178,15 +178,30 @@ class StateCounts:
     def __init__(self) -> None:
         self.samples: dict[int, list[int]] = {}
         self.callers: dict[int, list[dict[int, int]]] = {}
+        self.frameworks: dict[int, list[dict[tuple[int, int], int]]] = {}
+        """Per thread and state: (user caller, framework label) -> samples (framework.py)."""
 
-    def add(self, thread: int, state: int, caller: int, value: int) -> None:
+    def add(self, thread: int, state: int, caller: int, value: int, label: int = -1) -> None:
         samples = self.samples.get(thread)
         if samples is None:
             samples = self.samples[thread] = [0] * len(STATES)
             self.callers[thread] = [{} for _ in STATES]
+            self.frameworks[thread] = [{} for _ in STATES]
         samples[state] += value
         per = self.callers[thread][state]
         per[caller] = per.get(caller, 0) + value
+        if label >= 0:
+            under = self.frameworks[thread][state]
+            under[caller, label] = under.get((caller, label), 0) + value
+
+    def total_frameworks(self) -> list[dict[tuple[int, int], int]]:
+        """Per state, (user caller, framework label) -> samples over all threads."""
+        out: list[dict[tuple[int, int], int]] = [{} for _ in STATES]
+        for per_state in self.frameworks.values():
+            for mine, theirs in zip(out, per_state, strict=True):
+                for key, value in theirs.items():
+                    mine[key] = mine.get(key, 0) + value
+        return out
 
     def total(self) -> tuple[list[int], list[dict[int, int]]]:
         """Samples and user callers per state over all threads."""
@@ -200,13 +215,19 @@ class StateCounts:
 
 
 def count_states(
-    profile: Profile, own: list[int], classified: Classified, owner: array
+    profile: Profile,
+    own: list[int],
+    classified: Classified,
+    owner: array,
+    frameworks: array | None = None,
 ) -> StateCounts:
-    """Each stack end's samples under its thread, state and user caller."""
+    """Each stack end's samples under its thread, state and user caller (and framework
+    label, framework.node_frameworks, when given)."""
     counts = StateCounts()
     state, caller = classified.state, classified.user_caller
     for node in compress(range(profile.node_count), own):
-        counts.add(owner[node], state[node], caller[node], own[node])
+        label = frameworks[node] if frameworks is not None else -1
+        counts.add(owner[node], state[node], caller[node], own[node], label)
     return counts
 
 

@@ -42,6 +42,7 @@ from .findings import (
     top_frames,
 )
 from .frames import is_native, split_location
+from .framework import top_for
 from .functions import TOP_FUNCTIONS, function_name
 from .ranknames import ranks_label
 from .rankstats import FRAME_LISTS
@@ -302,6 +303,7 @@ def explain(
             )
             if item is not None:
                 tested.append(({**item[0], "state": state}, item[1]))
+    tested = [(with_framework(rank.pooled, item), p) for item, p in tested]
     adjusted = holm_adjusted([p for _, p in tested])
     items = [
         item
@@ -311,8 +313,46 @@ def explain(
     # A state at a line of a function listed already says the same thing again.
     listed = {i["function"] for i in items if "function" in i}
     items = [i for i in items if "state" not in i or function_name(i["frame"]) not in listed]
-    items.sort(key=lambda i: (-i["delta"], i["frame"], i.get("state", "")))
+    # Equal shares: a function that spends them all in another (a dataset's __getitem__
+    # calling make_features) comes after the one whose own lines run: that one says
+    # where the time goes, and stands in the framework's frame (with_framework).
+    own = own_samples(rank.pooled)
+    items.sort(
+        key=lambda i: (
+            -i["delta"],
+            -own.get(i.get("function", ""), 0),
+            i["frame"],
+            i.get("state", ""),
+        )
+    )
     return items[:EXPLAIN_TOP]
+
+
+def own_samples(pooled: Pooled) -> dict[str, int]:
+    """Per function, the samples whose nearest user frame is one of its lines."""
+    own: dict[str, int] = {}
+    for callers in pooled.callers.values():
+        for frame, samples in callers.items():
+            own[function_name(frame)] = own.get(function_name(frame), 0) + samples
+    return own
+
+
+def with_framework(pooled: Pooled, item: Explanation) -> Explanation:
+    """The item with the framework frame its samples stand in most (framework.py): for a
+    state at a call site, that state's; for a function, any state's at its lines."""
+    if "state" in item:
+        found = top_for(pooled.frameworks.get(item["state"], {}), item["frame"])
+    else:
+        function = item.get("function", "")
+        nested = function.split(" (")[0] + ".<locals>."  # its generator expressions, ...
+        mine = {
+            key: samples
+            for by_key in pooled.frameworks.values()
+            for key, samples in by_key.items()
+            if function_name(key[5]) == function or key[5].startswith(nested)
+        }
+        found = top_for(mine)
+    return {**item, "framework_frame": found} if found else item
 
 
 def _difference(
@@ -367,6 +407,15 @@ def _caller_floor(view: RankView, state: str) -> int:
     return floor
 
 
+def waiting_frameworks(pooled: Pooled, waits: tuple[str, ...]) -> dict[tuple, int]:
+    """Framework frames (framework.caller_key) of the waiting states `waits`, added up."""
+    merged: dict[tuple, int] = {}
+    for state in waits:
+        for key, samples in pooled.frameworks.get(state, {}).items():
+            merged[key] = merged.get(key, 0) + samples
+    return merged
+
+
 def waiting_callers(pooled: Pooled, waits: tuple[str, ...]) -> dict[str, int]:
     """User callers of the waiting states `waits`, added up."""
     merged: dict[str, int] = {}
@@ -377,7 +426,7 @@ def waiting_callers(pooled: Pooled, waits: tuple[str, ...]) -> dict[str, int]:
 
 
 def pool_views(group: Sequence[RankView]) -> Pooled:
-    samples, states, callers = 0, {}, {}
+    samples, states, callers, frameworks = 0, {}, {}, {}
     for view in group:
         samples += view.pooled.samples
         for state, count in view.pooled.states.items():
@@ -386,7 +435,11 @@ def pool_views(group: Sequence[RankView]) -> Pooled:
             mine = callers.setdefault(state, {})
             for frame, count in by_frame.items():
                 mine[frame] = mine.get(frame, 0) + count
-    return Pooled(samples, states, callers)
+        for state, by_key in view.pooled.frameworks.items():
+            under = frameworks.setdefault(state, {})
+            for key, count in by_key.items():
+                under[key] = under.get(key, 0) + count
+    return Pooled(samples, states, callers, frameworks)
 
 
 # --- async waits: a peer or the device ---

@@ -22,11 +22,19 @@ from typing import NamedTuple
 
 from .compare import wilson_interval
 from .findings import NO_USER_FRAME, percent_interval, top_frames
+from .framework import framework_text, site_text, top_for
 from .layout import NO_LAYOUTS, Layouts
 from .ranknames import ranks_label
-from .straggler import BLOCKING_WAITS, RankView, pool_views, waiting, waiting_callers
+from .straggler import (
+    BLOCKING_WAITS,
+    RankView,
+    pool_views,
+    waiting,
+    waiting_callers,
+    waiting_frameworks,
+)
 from .thresholds import MIN_SAMPLES, STUCK_ELSEWHERE, STUCK_WAIT
-from .types import Finding
+from .types import Finding, FrameworkFrame
 
 SHOWN_ODD = 3
 """Odd ranks whose place the advice spells out before it counts the rest."""
@@ -62,7 +70,11 @@ def stuck_finding(
     value = round(100 * waited[0] / waited[1], 1)
     waits_at = top_frames(waiting_callers(pool_views(stuck.waiting), waits), waited[1])
     there = next((c["frame"] for c in waits_at if c["frame"] != NO_USER_FRAME), None)
+    there_in = top_for(waiting_frameworks(pool_views(stuck.waiting), waits), there)
     spots = [(places.named(v.name, [v.name]), *place(v, waits)) for v in stuck.odd]
+    framed = [
+        (*spot, framework_at(v, spot[1], spot[2])) for v, spot in zip(stuck.odd, spots, strict=True)
+    ]
     where = "in collectives" if waits == BLOCKING_WAITS else "at device syncs and in collectives"
     odd_names = [view.name for view in stuck.odd]
     odd, others = places.named(_label(stuck.odd), odd_names), _label(stuck.waiting)
@@ -70,7 +82,7 @@ def stuck_finding(
     return {
         "rule": "stuck",
         "severity": "high",
-        "title": f"{odd} {verb} {_where(spots)} while the other ranks wait {where}",
+        "title": f"{odd} {verb} {_where(framed)} while the other ranks wait {where}",
         "value": value,
         "interval": [low, high],
         "threshold": STUCK_WAIT,
@@ -82,8 +94,8 @@ def stuck_finding(
         "user_callers": _callers(stuck.odd[0], spots[0][2]),
         "advice": f"The job is stuck (or nearly): {others} wait {value:g}% of the window "
         f"{where}"
-        + (f" at `{there}`" if there else "")
-        + f", while {_places(spots)}. Find out why {_label(stuck.odd)} {verb} there "
+        + (f" {'in' if there_in else 'at'} {site_text(there, there_in)}" if there else "")
+        + f", while {_places(framed)}. Find out why {_label(stuck.odd)} {verb} there "
         "(a lock, a file, its input, a collective it skipped): a faster step will not help. "
         "Dump all ranks to see whether anything moves.",
         "ranks": odd_names,
@@ -107,24 +119,41 @@ def place(view: RankView, waits: tuple[str, ...] = BLOCKING_WAITS) -> tuple[str,
     return best[2], best[3]
 
 
+def framework_at(view: RankView, frame: str, state: str) -> FrameworkFrame | None:
+    """The framework frame a rank's (user frame, state) stands in most, if any."""
+    return top_for(view.pooled.frameworks.get(state, {}), frame)
+
+
 def _callers(view: RankView, state: str):
     return top_frames(view.pooled.callers.get(state, {}), view.pooled.samples)
 
 
-def _places(places: list[tuple[str, str, str]]) -> str:
-    shown = [f"{name} spends the window in `{frame}` ({state})" for name, frame, state in places]
+def _places(places: list[tuple[str, str, str, FrameworkFrame | None]]) -> str:
+    shown = [f"{name} spends the window in {_spot(frame, state, found)}"
+             for name, frame, state, found in places]  # fmt: skip
     extra = len(shown) - SHOWN_ODD
     text = "; ".join(shown[:SHOWN_ODD])
     return text + (f"; and {extra} more rank{'s' if extra > 1 else ''}" if extra > 0 else "")
 
 
-def _where(places: list[tuple[str, str, str]]) -> str:
-    """`in `wait_for_lock (train.py:62)` (idle)` when every odd rank stands there."""
-    spots = {(frame, state) for _, frame, state in places}
+def _where(places: list[tuple[str, str, str, FrameworkFrame | None]]) -> str:
+    """`in `wait_for_lock (train.py:62)` (idle)` when every odd rank stands there (with
+    the framework frame that calls it, when any)."""
+    spots = {(frame, state) for _, frame, state, _ in places}
     if len(spots) > 1:
         return "outside collectives"
-    frame, state = spots.pop()
-    return f"in `{frame}` ({state})"
+    _, frame, state, found = places[0]
+    return f"in {_spot(frame, state, found)}"
+
+
+def _spot(frame: str, state: str, found: FrameworkFrame | None) -> str:
+    """`` `f (x.py:9)` (idle) ``, then `, called from ...` or the framework frame first."""
+    if not found:
+        return f"`{frame}` ({state})"
+    if found["user_inside"] or frame == NO_USER_FRAME:
+        user = "" if frame == NO_USER_FRAME else f"`{frame}` ({state}), called from "
+        return f"{user}{framework_text(found)}" + ("" if user else f" ({state})")
+    return f"{framework_text(found)}, called from `{frame}` ({state})"
 
 
 def _label(views: Sequence[RankView]) -> str:

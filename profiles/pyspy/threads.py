@@ -14,7 +14,10 @@ thread's `self` and `total` are flat `[index, samples, index, samples, ...]` lis
 Version 3 adds each thread's states with their user callers, the keywords' and
 categories' user callers, and the capture's `rounds` and `idle_included` (which a
 thread subset shares with the whole capture). Older tables count every sample of a
-thread as `unknown` state, so states still add up to its samples.
+thread as `unknown` state, so states still add up to its samples. Version 4 adds the
+framework frames of each thread's states (`framework_frames`, `state_frameworks`), so
+a state row of a thread subset carries `framework_callers` as `analyze` gives them;
+older tables give none.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from itertools import compress
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from . import functions
 from .activity import thread_owners
@@ -39,6 +42,15 @@ from .analysis import (
 )
 from .findings import findings_for_capture
 from .frames import ThreadFilter
+from .framework import (
+    FRAME_KEYS,
+    FrameworkRules,
+    NodeFrameworks,
+    framework_frame,
+    node_frameworks,
+    rules_of,
+    top_framework_callers,
+)
 from .keywords import GPU_KEYWORDS, Keyword
 from .matching import (
     NO_PYTHON_FRAME,
@@ -59,7 +71,7 @@ from .states import (
 )
 from .types import LagReport, StateStat, Stats, ThreadStat
 
-VERSION = 3
+VERSION = 4
 
 
 class ThreadTable(TypedDict):
@@ -82,6 +94,9 @@ class ThreadTable(TypedDict):
     """Samples per state, in STATES order."""
     state_callers: list[list[int]]
     """Per state: flat [frame index, samples, ...] of its user callers (-1: none)."""
+    state_frameworks: list[list[int]]
+    """Per state: flat [framework frame index, user caller's frame index (-1: none),
+    samples, ...] (indexes into `framework_frames` and `frames`)."""
 
 
 class ThreadTables(TypedDict):
@@ -92,6 +107,9 @@ class ThreadTables(TypedDict):
     uncovered: list[int]
     """Indexes (into `frames`) of native frames that match no keyword."""
     keywords: list[list[str]]
+    framework_frames: list[list[str | bool]]
+    """[frame, function, framework, phase, user_inside] of each framework frame the
+    threads' states stand in (framework.FRAME_KEYS order)."""
     threads: list[ThreadTable]
     rounds: int | None
     idle_included: bool | None
@@ -145,16 +163,19 @@ def thread_tables(
         fid = key & _MASK
         if not synthetic[fid]:
             counts[key >> _SHIFT].total[fid] = value
-    classified = classify(profile, options.state_rules, UserCode(options.library))
+    library = (*options.library, *profile.installed)
+    classified = classify(profile, options.state_rules, UserCode(library))
+    rules = rules_of(options.state_rules)
+    found = node_frameworks(profile, rules, classified.user_at)
     if keywords:
         callers = PythonCallers(profile)
         for node, fresh in fresh_matches(profile, matcher_for(profile, keywords)):
             mine = counts.get(owner[node])
             if mine is not None and total[node]:
                 mine.matched.add(fresh, total[node], callers.of(node), classified.user_at[node])
-    states = count_states(profile, own, classified, owner)
+    states = count_states(profile, own, classified, owner, found.label)
     act = capture_activity(profile, classified, lag, options.idle, states)
-    tables = _tables(profile, keywords, counts, states)
+    tables = _tables(profile, keywords, counts, states, _Frameworks(found, rules))
     tables["rounds"], tables["idle_included"] = act.rounds, act.idle_included
     functions.add_to_tables(tables, profile, classified)  # type: ignore[arg-type]
     return tables
@@ -164,16 +185,36 @@ _SHIFT = 32
 _MASK = (1 << _SHIFT) - 1
 
 
+class _Frameworks(NamedTuple):
+    found: NodeFrameworks
+    rules: FrameworkRules
+
+
 def _tables(
-    profile: Profile, keywords: tuple[Keyword, ...], counts: dict[int, _Counts], states: StateCounts
+    profile: Profile,
+    keywords: tuple[Keyword, ...],
+    counts: dict[int, _Counts],
+    states: StateCounts,
+    frameworks: _Frameworks,
 ) -> ThreadTables:
     index: dict[int, int] = {}
     info = profile.frame_info()
+    shown: dict[tuple, int] = {}
 
     def pairs(counter: dict[int, int]) -> list[int]:
         flat = []
         for fid, samples in counter.items():
             flat += (index.setdefault(fid, len(index)) if fid >= 0 else -1, samples)
+        return flat
+
+    def triples(counter: dict[tuple[int, int], int]) -> list[int]:
+        flat = []
+        for (caller, label), samples in counter.items():
+            found = frameworks.found.labels[label]
+            row = framework_frame(found, profile.frames, frameworks.rules, caller)
+            key = tuple(row[k] for k in FRAME_KEYS)  # type: ignore[literal-required]
+            user = index.setdefault(caller, len(index)) if caller >= 0 else -1
+            flat += (shown.setdefault(key, len(shown)), user, samples)
         return flat
 
     n_kw = len(keywords)
@@ -200,6 +241,7 @@ def _tables(
                 "category_user_callers": [pairs(c) for c in mine.matched.user_callers[n_kw:]],
                 "states": states.samples[fid],
                 "state_callers": [pairs(c) for c in states.callers[fid]],
+                "state_frameworks": [triples(c) for c in states.frameworks[fid]],
             }
         )
     frames = [profile.frames[fid] for fid in index]
@@ -212,6 +254,7 @@ def _tables(
         "frames": frames,
         "uncovered": uncovered,
         "keywords": [[kw.keyword, kw.category] for kw in keywords],
+        "framework_frames": [list(key) for key in shown],
         "threads": threads,
         "rounds": None,
         "idle_included": None,
@@ -240,7 +283,8 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
     frames, top_n = tables["frames"], max(top_n, 30)
     uncovered = set(tables["uncovered"])
     rounds = tables.get("rounds")
-    thread_rows = [_thread_row(t, whole, frames, rounds) for t in chosen]
+    shown = tables.get("framework_frames") or []
+    thread_rows = [_thread_row(t, whole, frames, rounds, shown) for t in chosen]
     thread_rows.sort(key=lambda t: (-t["samples"], t["name"], str(t["tid"])))
     kw = _sum_lists(chosen, "keywords", n_kw), _sum_lists(chosen, "categories", n_cat)
     python = [
@@ -265,7 +309,7 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
         "uncovered_native": ranked_frames(
             ((c, frames[i]) for i, c in own.items() if i in uncovered), whole, top_n
         ),
-        "states": _states(chosen, frames, whole),
+        "states": _states(chosen, frames, whole, shown),
         "idle_included": tables.get("idle_included"),
         "rounds": rounds,
     }
@@ -275,15 +319,21 @@ def combine_threads(tables: ThreadTables, threads: Iterable[str], top_n: int = 5
 
 
 def _thread_row(
-    table: ThreadTable, whole: int, frames: list[str], rounds: int | None
+    table: ThreadTable,
+    whole: int,
+    frames: list[str],
+    rounds: int | None,
+    shown: list[list[Any]],
 ) -> ThreadStat:
-    states = _states([table], frames, table["samples"])
+    states = _states([table], frames, table["samples"], shown)
     return thread_stat(
         table["tid"], table["name"], table["pid"], table["samples"], whole, states, rounds
     )
 
 
-def _states(chosen: list[ThreadTable], frames: list[str], whole: int) -> list[StateStat]:
+def _states(
+    chosen: list[ThreadTable], frames: list[str], whole: int, shown: list[list[Any]]
+) -> list[StateStat]:
     samples = [0] * len(STATES)
     for table in chosen:
         if "states" in table:
@@ -291,7 +341,27 @@ def _states(chosen: list[ThreadTable], frames: list[str], whole: int) -> list[St
         else:  # tables before version 3 did not classify: every sample is unknown
             samples[UNKNOWN] += table["samples"]
     callers = _named(_callers(chosen, "state_callers", len(STATES)), frames, NO_USER_FRAME)
-    return state_list(samples, callers, whole)
+    rows = state_list(samples, callers, whole)
+    for row, merged in zip(rows, _frameworks(chosen, frames, shown), strict=True):
+        found = top_framework_callers(merged, whole)
+        if found:  # as analyze's framework.describer: absent when none
+            row["framework_callers"] = found
+    return rows
+
+
+def _frameworks(
+    chosen: list[ThreadTable], frames: list[str], shown: list[list[Any]]
+) -> list[dict[tuple, int]]:
+    """Per state, framework.caller_key -> samples over the threads (tables before
+    version 4 add none)."""
+    out: list[dict[tuple, int]] = [{} for _ in STATES]
+    for table in chosen:
+        for merged, flat in zip(out, table.get("state_frameworks", []), strict=False):
+            for at in range(0, len(flat), 3):
+                user = frames[flat[at + 1]] if flat[at + 1] >= 0 else NO_USER_FRAME
+                key = (*shown[flat[at]], user)
+                merged[key] = merged.get(key, 0) + flat[at + 2]
+    return out
 
 
 def _sum_lists(chosen: list[ThreadTable], key: str, size: int) -> list[int]:

@@ -113,9 +113,11 @@ smaller changes are significant, yet rarely worth a message to a person."""
 FALSE_DISCOVERY_RATE = 0.01
 """Benjamini-Yekutieli level across all rows of one comparison: a watch alerts a person,
 so false alarms must be rare (in the watch simulation of docs/watches.md it raised none)."""
-JUDGE_MIN_SAMPLES = 1000
-"""Samples either capture needs before a watch judges it: with fewer, a share near half is
-known only within about 3 points, more than the MIN_EFFECT_POINTS a watch acts on."""
+JUDGE_MIN_SAMPLES = 300
+"""Step-thread samples either capture needs before a watch judges it: half of what a
+default capture gives a step thread (30 s at 20 Hz: 600 rounds), so one that lost rounds
+to py-spy's lag still judges. The test, not this floor, keeps false alarms rare: at 300
+samples a side only a change of about 10 points can prove itself, at 600 about 7."""
 RETURN_FRACTION = 0.5
 """A moved row is back when its change in that direction is under this fraction of
 MIN_EFFECT_POINTS: hysteresis, so a change at the threshold does not open and close
@@ -160,6 +162,31 @@ rules (5% and up) consider worth changing code for."""
 COINCIDE_SHARE = 0.8
 """Two signals are one stall when this share of their bursts start within two buckets."""
 
+# --- the rank's device beside its stacks (device.py) ---
+
+DEVICE_STARVED_SHARE = 25.0
+"""Percent of the step's time the device idles while the step thread holds the host
+(data, GIL, host code, a collective): a quarter of a GPU's time lost to the host is as
+large as the largest share rule's threshold (LAUNCH_BOUND_SHARE) and twice the input one."""
+DEVICE_BUSY_SHARE = 85.0
+"""Percent busy past which the device is the bottleneck: utilization.gpu counts any
+kernel running, and training steps that are device-bound read 90-100%; 85 leaves room
+for the gaps of the optimizer step and the data hand-off."""
+DEVICE_BOUND_SYNC_SHARE = 20.0
+"""Percent of the step's time the host waits in syncs for the busy device before that wait
+is called the device's: a fifth of the step spent waiting on kernels is the device, not
+the host, setting the pace; fewer is the usual loss/metric read."""
+DEVICE_MIN_READINGS = 8
+"""Device readings (2 s at nvidia-smi's 250 ms) below which no device rule is judged:
+a driver sample period is up to 1 s, so fewer readings hold too few independent values."""
+DEVICE_STRAGGLER_GAP = 15.0
+"""Points between the straggler's device utilisation and the other ranks' mean before its
+explanation says its device idles (or is the busy one): GPUs of one job doing the same
+work read within a few points; half the noise gap of ranks' states (STRAGGLER_GAP) again."""
+READING_GAP_S = 1.5
+"""Seconds a sample may lie before the next device reading and still take it: 1 s, the
+longest driver sample period of utilization.gpu, plus slack for a loaded host's nvidia-smi."""
+
 # --- intervals over time blocks (blocks.py) ---
 
 BLOCK_S = 1.0
@@ -177,4 +204,4 @@ measured."""
 FAMILY_ERROR = 0.01
 """A compare table (states, categories, keywords, frames) is one family: Holm's correction
 at 1% over its rows, so two captures of an unchanged job show any "real change" in a
-table at most 1% of the time (bench/bench_intervals.py), as rare as a watch's alarm."""
+table at most 1% of the time (bench/engine/bench_intervals.py), as rare as a watch's alarm."""

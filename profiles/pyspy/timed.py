@@ -7,6 +7,13 @@ record reader (`folded_record`) and the same trie builder, keeping each record's
 node, so every sample's state (states.classify) and user frames come from one lookup
 per record, never per sample. A record raw.py would skip (past the limits) keeps its
 place and has no state.
+
+Frames are named as everywhere else (frames.short_names, as a Profile of the same
+frames names them): the stored text keeps what py-spy wrote (a speedscope recording's
+absolute paths), and every read here (`stack`, the profile, user frames) names the
+frames of the whole capture alike, so a window's text, a stall's frame and a user
+function read as the capture's flamegraph does. Installed code found by its full path
+stays library code once its name is short (Profile.installed).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from array import array
 from collections.abc import Iterable
 from operator import mul
 
+from . import frames as fr
 from .errors import ProfileError
 from .functions import function_name
 from .limits import MAX_FRAME_CHARS, MAX_LINE_CHARS, MAX_STACK_DEPTH
@@ -55,7 +63,9 @@ class TimedCapture:
                 f"{self.track.records} records, the text has {len(self._lines)}"
             )
         self.state_rules = state_rules
-        self.user = UserCode(library)
+        self.library = tuple(library)
+        self._names: tuple[dict[str, str], frozenset[str]] | None = None
+        self._user: UserCode | None = None
         self._profile: tuple[Profile, array] | None = None
         self._states: dict[int, bytes] = {}
         self._line_states: bytes | None = None
@@ -70,20 +80,57 @@ class TimedCapture:
         return self._lines
 
     def stack(self, record: int) -> str:
-        """A record's frames as the raw text writes them (`a;b;c`)."""
-        return self.lines[record].rpartition(" ")[0]
+        """A record's frames as raw text writes them (`a;b;c`), each named as the
+        capture's Profile names it (module doc)."""
+        text = self.lines[record].rpartition(" ")[0]
+        names = self.names()
+        return ";".join([names.get(f, f) for f in text.split(";")]) if names else text
+
+    def names(self) -> dict[str, str]:
+        """Full name -> short name of each frame of the records py-spy names otherwise by
+        default (frames.renamed over the whole capture); empty for py-spy's raw text."""
+        return self._read_names()[0]
+
+    def _read_names(self) -> tuple[dict[str, str], frozenset[str]]:
+        if self._names is None:
+            seen: dict[str, None] = {}
+            for line in self.lines:
+                record = folded_record(line) if len(line) <= MAX_LINE_CHARS else None
+                if record is not None:
+                    seen.update(dict.fromkeys(record[0]))
+            self._names = fr.renamed(seen), fr.installed_packages(seen)
+        return self._names
+
+    @property
+    def installed(self) -> frozenset[str]:
+        """Packages the records' full paths show installed (frames.installed_packages)."""
+        return self._read_names()[1]
+
+    @property
+    def user(self) -> UserCode:
+        """The user's-code test: the library entries given, and the packages the
+        records' full paths show installed (Profile.installed)."""
+        if self._user is None:
+            self._user = UserCode((*self.library, *self._read_names()[1]))
+        return self._user
 
     def profile(self) -> tuple[Profile, array]:
-        """The records as a Profile, and each record's leaf node (-1: skipped)."""
+        """The records as a Profile, and each record's leaf node (-1: skipped). Frames
+        are added already named (`names`), so the Profile merges no nodes and a record's
+        leaf stays its node."""
         if self._profile is None:
             builder, leaves = ProfileBuilder(), array("i")
+            names, installed = self._read_names()
             for line in self.lines:
                 record = folded_record(line) if len(line) <= MAX_LINE_CHARS else None
                 if record is None or not _within_limits(record[0]):
                     leaves.append(-1)
                 else:
-                    leaves.append(builder.add(*record))
-            self._profile = builder.build("raw"), leaves
+                    stack = [names.get(f, f) for f in record[0]] if names else record[0]
+                    leaves.append(builder.add(stack, record[1]))
+            profile = builder.build("raw")
+            profile.installed, profile.renamed = installed, names
+            self._profile = profile, leaves
         return self._profile
 
     def classified(self) -> Classified:
@@ -163,7 +210,7 @@ class TimedCapture:
 
     def seconds(self, k: int) -> float:
         """Round k's time, in seconds since the first sample."""
-        return k * self.track.step_s
+        return self.track.at(k)
 
 
 def _record_lines(raw_text: str) -> list[str]:

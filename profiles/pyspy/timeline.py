@@ -4,9 +4,10 @@
 its samples in each state per bucket and the dominant state (the largest share, ties in
 STATES order; None for a bucket without samples). Only the states a thread has appear in
 its `states`. Bucket i covers [start + i * bucket_s, start + (i + 1) * bucket_s) and
-holds the rounds placed in it (timetrack.py). The default bucket is the first 1-2-5
-step giving at most DEFAULT_BUCKETS buckets and at least MIN_BUCKET_SAMPLES rounds per
-bucket at the requested rate; a bucket giving more than MAX_BUCKETS is refused.
+holds the rounds placed in it (timetrack.py; at py-spy's own times where it stamped
+them). The default bucket is the first 1-2-5 step giving at most DEFAULT_BUCKETS
+buckets and at least MIN_BUCKET_SAMPLES rounds per bucket at the requested rate; a
+bucket giving more than MAX_BUCKETS is refused.
 
 `aligned_timelines` puts several ranks on one clock: each host's offset (seconds to
 add to its clock) moves its samples, and every rank's buckets start at the same instant,
@@ -107,12 +108,8 @@ def _edges(capture: TimedCapture, origin: float, bucket_s: float, count: int) ->
     """The first round of each bucket, and the end: round k lies in bucket i when
     edges[i] <= k < edges[i + 1]."""
     track = capture.track
-    step, rounds = track.step_s, track.rounds
     offset = origin - track.start
-    return [
-        min(rounds, max(0, math.ceil((offset + i * bucket_s) / step - 1e-9)))
-        for i in range(count + 1)
-    ]
+    return [track.round_at(offset + i * bucket_s) for i in range(count + 1)]
 
 
 def _thread(capture: TimedCapture, thread, edges: list[int]) -> TimelineThread:  # noqa: ANN001

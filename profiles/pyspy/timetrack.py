@@ -10,7 +10,9 @@ it stops), `rate` (requested) and `rounds` (the most samples a thread has). spli
 makes one from a speedscope file. Round k is placed at start + k * (end - start) /
 rounds: py-spy's own pace, a lag or a slow start spread evenly over the rounds. A thread
 with fewer samples than `rounds` (born or ended mid-capture) cannot be placed: it is
-"untimed" and left out of time features.
+"untimed" and left out of time features. A track may also hold `times`: each round's
+own time in seconds since the first (py-spy's `--format chrometrace` stamps each change
+of stack, profiles.pyspy.chrometrace): rounds are then placed there, not linearly.
 
 Why linear, and how exact: py-spy sleeps an exponentially distributed interval between
 rounds (src/timer.rs, against aliasing: py-spy#94), so its rounds are a Poisson process;
@@ -27,11 +29,13 @@ Serialised (`track_json`, gzip it to store; `load_track` reads plain or gzip):
 {"format": "flamedeck-time-track", "version": 1, "start", "end", "rate", "rounds",
  "records", "exact", "reason", "threads": [{"tid", "name", "pid", "samples",
  "lines": "3,5,3", "runs": "1,40,2"}], "states": ["compute", "idle"], "record_states":
- "01-0"} - the thread's samples run-length encoded: record 3 once, 5 forty times, 3
-twice; and, once the analysis has classified them (timed.with_states), each record's
-state as one base-36 index into `states` (`-`: none), so a timeline is read, not
-recomputed. `load_track` is strict and bounded (MAX_TRACK_*):
-anything else is a ProfileError naming what is wrong.
+ "01-0", "times": "0,20113,19870"} - the thread's samples run-length encoded: record 3
+once, 5 forty times, 3 twice; `times` (optional: a track without it is placed
+linearly) each round's time as microseconds after the round before (the first 0);
+and, once the analysis has classified them (timed.with_states), each record's state as
+one base-36 index into `states` (`-`: none), so a timeline is read, not recomputed.
+`load_track` is strict and bounded (MAX_TRACK_*): anything else is a ProfileError
+naming what is wrong.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import json
 import math
 import zlib
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable
 from itertools import accumulate, chain, compress, pairwise, repeat
 from operator import ne
@@ -111,7 +116,8 @@ class Track:
     """The sampling clock and every thread's samples in order (see the module doc)."""
 
     __slots__ = (
-        "end", "exact", "rate", "reason", "record_states", "records", "rounds", "start", "threads"
+        "end", "exact", "rate", "reason", "record_states", "records", "rounds", "start",
+        "threads", "times",
     )  # fmt: skip
 
     def __init__(
@@ -126,8 +132,12 @@ class Track:
         exact: bool = True,
         reason: str | None = None,
         record_states: list[str | None] | None = None,
+        times: array | None = None,
     ) -> None:
         self.start, self.end, self.rate, self.rounds = start, end, rate, rounds
+        # Each round's time in seconds since `start` (ascending, the first 0), when
+        # py-spy stamped them; None: rounds are placed linearly (module doc).
+        self.times = times
         self.records, self.threads, self.exact, self.reason = records, threads, exact, reason
         # Each record's thread state, decided at analysis time (timed.with_states), so
         # reading a timeline classifies nothing; None until then.
@@ -142,9 +152,22 @@ class Track:
     def duration_s(self) -> float:
         return self.end - self.start
 
+    def at(self, k: int) -> float:
+        """Round k's time in seconds since `start` (k == rounds: the end)."""
+        if self.times is None or k >= self.rounds:
+            return k * self.step_s if k < self.rounds else self.duration_s
+        return self.times[max(0, k)]
+
+    def round_at(self, seconds: float) -> int:
+        """The first round placed at or after `seconds` since `start` (rounds if none)."""
+        if self.times is None:
+            step = self.step_s
+            return min(self.rounds, max(0, math.ceil(seconds / step - 1e-9))) if step else 0
+        return bisect_left(self.times, seconds - 1e-9)
+
     def placement_sd_s(self, k: int) -> float:
         """How far round k's true time may lie from its place (one standard deviation, s)."""
-        if not self.rounds:
+        if not self.rounds or self.times is not None:
             return 0.0
         p = min(1.0, max(0.0, k / self.rounds))
         return self.duration_s * math.sqrt(p * (1 - p) / self.rounds)
@@ -191,6 +214,9 @@ def track_json(track: Track) -> str:
     }
     if track.record_states is not None:
         doc["states"], doc["record_states"] = _states_json(track.record_states)
+    if track.times is not None:
+        micros = [round(t * 1e6) for t in track.times]
+        doc["times"] = ",".join(map(str, (b - a for a, b in pairwise([0, *micros]))))
     return json.dumps(doc, separators=(",", ":"))
 
 
@@ -287,6 +313,7 @@ def _track_of(doc: dict, label: str) -> Track:
     budget = [MAX_TRACK_SAMPLES]
     read = [_thread_of(t, i, rounds, records, budget, label) for i, t in enumerate(threads)]
     record_states = _record_states(doc, records, label)
+    times = _times(doc, rounds, end - start, label)
     return Track(
         start=float(start),
         end=float(end),
@@ -297,7 +324,22 @@ def _track_of(doc: dict, label: str) -> Track:
         exact=exact,
         reason=reason,
         record_states=record_states,
+        times=times,
     )
+
+
+def _times(doc: dict, rounds: int, span: float, label: str) -> array | None:
+    """Each round's time (seconds since the start) from `times`, or None without it."""
+    text = doc.get("times")
+    if text is None:
+        return None
+    deltas = _ints(text, label, "times", max(rounds, 1))
+    if len(deltas) != rounds or (deltas and deltas[0] != 0):
+        raise ProfileError(f"{label}: `times` must hold one time per round, the first 0")
+    times = array("d", (t / 1e6 for t in accumulate(deltas)))
+    if times and times[-1] > span + 1e-6:
+        raise ProfileError(f"{label}: `times` runs past the track's end")
+    return times
 
 
 def _record_states(doc: dict, records: int, label: str) -> list[str | None] | None:

@@ -21,6 +21,10 @@ class FlameNode(TypedDict):
     value: int
     children: list[FlameNode]
     pruned_frames: NotRequired[int]
+    path: NotRequired[str]
+    """The file the capture recorded for a frame whose name py-spy shortens by default
+    (`/usr/lib/python3.11/threading.py` for `Condition.wait (threading.py:320)`);
+    absent where the name holds it already."""
 
 
 class FrameStat(TypedDict):
@@ -30,6 +34,38 @@ class FrameStat(TypedDict):
 
 
 # --- thread states (owned by the states engine: states.py, activity.py) ---
+
+
+class FrameworkFrame(TypedDict):
+    """A training framework's frame that marks a step phase (framework.py): `frame` as
+    the records name it ("" when only a phase matched), its `function`, the `framework`
+    and the `phase` words; `user_inside` when the framework calls the user's frame (a
+    callback, a dataset) rather than the user's frame calling the framework."""
+
+    frame: str
+    """The framework's step frame, `function (package/file.py:line)`; "" when only a
+    phase row matched (a native frame such as DDP's reducer)."""
+    function: str
+    """Its function without the location (`Trainer.training_step`); "" with `frame`."""
+    framework: str
+    """The framework that owns the step (transformers, accelerate, lightning,
+    deepspeed, torch, or a user row's)."""
+    phase: str
+    """The words of the innermost matching row (`DDP backward`, `DataLoader fetch`)."""
+    user_inside: bool
+    """True when the framework calls the user's frame (a callback, a dataset), false when
+    the user's frame calls the framework."""
+
+
+class FrameworkCaller(FrameworkFrame):
+    """A state's samples under one framework frame and one user caller."""
+
+    user_frame: str
+    """The nearest frame of the user's own code on those samples, or `(no user frame)`."""
+    samples: int
+    """Samples under this framework frame and user frame, each counted once."""
+    percent: float
+    """Share of the list's scope (capture, thread or step threads), 0–100."""
 
 
 class StateStat(TypedDict):
@@ -45,6 +81,9 @@ class StateStat(TypedDict):
     samples: int
     percent: float
     user_callers: list[FrameStat]
+    framework_callers: NotRequired[list[FrameworkCaller]]
+    """Where a framework frame is on the stacks: the samples per framework frame and user
+    caller, top 10 (framework.py); absent when none is."""
 
 
 class ThreadStat(TypedDict):
@@ -187,8 +226,11 @@ class DumpLocal(TypedDict):
 class DumpFrame(TypedDict):
     name: str
     location: str
+    """As py-spy names it by default (`torch/nn/modules/module.py:1751`, `libc.so.6`)."""
     native: bool
     locals: NotRequired[list[DumpLocal]]
+    path: NotRequired[str]
+    """The full file the dump gave, where `location` shows less of it."""
 
 
 class DumpThread(TypedDict):
@@ -242,6 +284,8 @@ class Finding(TypedDict):
     user_callers: list[FrameStat]
     advice: str
     ranks: NotRequired[list[str]]
+    framework_callers: NotRequired[list[FrameworkCaller]]
+    """The framework frames the rule's samples stand in, when any (framework.py)."""
 
 
 class Explanation(TypedDict):
@@ -256,6 +300,8 @@ class Explanation(TypedDict):
     interval: list[float]
     function: NotRequired[str]
     state: NotRequired[str]
+    framework_frame: NotRequired[FrameworkFrame]
+    """The framework frame most of these samples stand in, when any (framework.py)."""
 
 
 class Straggler(TypedDict):
@@ -307,6 +353,8 @@ class JobClass(TypedDict):
     label: str
     states: list[dict[str, float | str]]
     distinctive: Explanation | None
+    framework_frame: NotRequired[FrameworkFrame]
+    """The framework frame of the class's main state, when any (framework.py)."""
     group: NotRequired[str]
     """The parallel group its ranks share (`all of pipeline stage 3`), when the ranks
     registered their layout and share a coordinate (layout.py); absent otherwise."""
@@ -333,6 +381,8 @@ class StacksVerdict(TypedDict):
     explanation: str
     user_frame: str | None
     state: str | None
+    framework_frame: NotRequired[FrameworkFrame | None]
+    """The training framework's frame that marks the step phase (framework.py), or None."""
 
 
 class StacksClass(TypedDict):
@@ -344,6 +394,8 @@ class StacksClass(TypedDict):
     thread: str
     user_frame: str | None
     state: str
+    framework_frame: NotRequired[FrameworkFrame | None]
+    """The training framework's frame that marks the step phase (framework.py), or None."""
     frames: list[str]
     moving: bool
     group: NotRequired[str]
@@ -359,6 +411,8 @@ class StacksRank(TypedDict):
     thread: str
     user_frame: str | None
     state: str
+    framework_frame: NotRequired[FrameworkFrame | None]
+    """The training framework's frame that marks the step phase (framework.py), or None."""
     moving: bool
     dumps: int
 

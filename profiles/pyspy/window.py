@@ -1,9 +1,10 @@
 """A window is a capture of its own: the raw text of only the samples taken in it.
 
 `window(raw_text, track, from_s, to_s)` keeps the samples of the rounds placed in
-[from_s, to_s) seconds since the first sample (round k at k * step_s, timetrack.py),
+[from_s, to_s) seconds since the first sample (round k at track.at(k), timetrack.py),
 of every thread sampled in every round, and writes them as raw text: one `frames COUNT`
-line per record that has samples in the window, in the records' order. The existing
+line per record that has samples in the window, in the records' order, its frames named
+as the whole capture's (TimedCapture.stack), not guessed again from the window's few. The existing
 `analyze` then gives the window's flamegraph, states, findings and top frames unchanged.
 `rest=True` gives the complement: the samples of the same threads outside the window
 ("the rest of the capture"), for the difference. Threads sampled in fewer rounds
@@ -75,6 +76,7 @@ def window_flamegraph(
     """The window's flamegraph (the API's `flamegraph/?from=&to=`): its raw text parsed
     and pruned as `analyze` does, without the rest of the analysis."""
     profile = parse_raw_lines(window_text(capture, from_s, to_s, rest=rest).split("\n"))
+    profile.renamed = capture.names()  # the text is named already: keep the full files
     acc = profile.accumulated()
     return trie_flamegraph(profile, acc.total, acc.size, max_nodes)
 
@@ -106,7 +108,4 @@ def sample_range(capture: TimedCapture, from_s: float, to_s: float) -> tuple[int
             raise ProfileError(f"the window's `{name}` must be 0 or more seconds, not {value!r}")
     if to_s <= from_s:
         raise ProfileError(f"the window must end after it starts ({from_s:g} to {to_s:g} s)")
-    step, rounds = capture.track.step_s, capture.track.rounds
-    begin = min(rounds, math.ceil(from_s / step - 1e-9))
-    end = min(rounds, math.ceil(to_s / step - 1e-9))
-    return begin, end
+    return capture.track.round_at(from_s), capture.track.round_at(to_s)

@@ -22,7 +22,8 @@ them back).
   `BaseProcess._bootstrap (multiprocessing/process.py)`), which the worker never runs.
   Comprehension frames (`<listcomp>` of Python 3.11) count as the function that holds
   them. A sample with no user frame there (a worker waiting for indices in torch's
-  `_worker_loop`) is outside the user's code.
+  `_worker_loop`) is outside the user's code. Frames are named as py-spy names them
+  by default (frames.renamed), whether the record kept full paths or not.
 - `with_workers(report, workers)`: the job report (job.analyze_job) with each rank's
   `workers`, and an `input_bound` finding, or a straggler explained by data_wait, that
   names its ranks' workers' hottest user function and share ("rank-1's 2 DataLoader
@@ -38,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
 
-from .frames import parse_process, parse_thread, split_location
+from .frames import installed_packages, parse_process, parse_thread, renamed, split_location
 from .functions import function_name
 from .raw import PROCESS_OPEN, folded_record
 from .timetrack import NO_LINE, ThreadTrack, Track
@@ -224,15 +225,22 @@ def own_track(track: Track, kept: Sequence[int], pid: int | None) -> Track:
             continue
         lines = array("i", (remap[i] if 0 <= i < last else NO_LINE for i in thread.lines))
         threads.append(ThreadTrack(thread.tid, thread.name, None, lines=lines))
+    rounds = max((t.samples for t in threads), default=0)
+    start, times = track.start, track.times
+    if times is not None and 0 < rounds < track.rounds:
+        # py-spy's times (a chrometrace): the rank's threads hold the last rounds.
+        first = times[track.rounds - rounds]
+        start, times = start + first, array("d", (t - first for t in times[-rounds:]))
     return Track(
-        start=track.start,
+        start=start,
         end=track.end,
         rate=track.rate,
-        rounds=max((t.samples for t in threads), default=0),
+        rounds=rounds,
         records=sum(1 for k in kept if k != NO_LINE),
         threads=threads,
         exact=track.exact,
         reason=track.reason,
+        times=times if rounds else None,
     )
 
 
@@ -261,6 +269,14 @@ def _processes(lines: Iterable[str]) -> dict[int, _Process]:
         process.threads[tid] += count
         process.stacks.append((tid, frames[depth + (thread is not None) :], count))
     return found
+
+
+def _names(processes: Mapping[int, _Process]) -> tuple[dict[str, str], frozenset[str]]:
+    """The children's frames as py-spy names them by default (frames.renamed: a
+    speedscope recording's full paths made short, as the rank's own), and the packages
+    those full paths show installed (library code once named short)."""
+    seen = dict.fromkeys(f for p in processes.values() for _, stack, _ in p.stacks for f in stack)
+    return renamed(seen), installed_packages(seen)
 
 
 def _main_thread(pid: int, process: _Process) -> int | str:
@@ -302,15 +318,17 @@ def worker_summary(
     processes = _processes(lines)
     if not processes:
         return None
-    user = UserCode(library)
+    names, installed = _names(processes)
+    user = UserCode((*library, *installed))
     by_function: Counter[str] = Counter()
     lines_of: dict[str, Counter[str]] = {}
     loaders, samples, per_pid = 0, 0, {}
     for pid, process in processes.items():
         main, mine, loader = _main_thread(pid, process), 0, False
-        for tid, stack, count in process.stacks:
+        for tid, full, count in process.stacks:
             if tid != main:
                 continue
+            stack = [names.get(f, f) for f in full] if names else full
             mine += count
             loader = loader or any(_LOADER_LOOP in frame for frame in stack)
             frame = _user_function(_own_part(stack), user)

@@ -24,7 +24,11 @@ from django.utils import timezone
 from profiles.models import Capture
 from profiles.pyspy import changepoint, comparable, regression
 from profiles.pyspy.compare import lag_warnings
-from profiles.watches.messages import group_message_compose, message_compose
+from profiles.watches.messages import (
+    cannot_judge_compose,
+    group_message_compose,
+    message_compose,
+)
 from profiles.watches.models import Alert, Delivery, Judgement, Watch
 
 log = logging.getLogger(__name__)
@@ -32,6 +36,8 @@ SERIES_CAPTURES = 60
 TRACKED_FRAMES = 10
 SHIFTS_KEPT = 12
 Verdict = Judgement.Verdict
+CANNOT_JUDGE = (Verdict.TOO_FEW, Verdict.NOT_COMPARABLE, Verdict.NO_BASELINE)
+BASELINE_GONE = "the baseline capture was deleted: choose a new baseline on the watch's page"
 
 
 def judge_options(watch: Watch) -> regression.JudgeOptions:
@@ -50,7 +56,8 @@ def watches_for(capture: Capture) -> QuerySet[Watch]:
     rank &= Q(all_roles=False)
     if capture.group_id is not None and capture.kind == Capture.Kind.RECORD:
         rank |= Q(all_roles=True)
-    return Watch.objects.filter(rank, run_id=capture.run_id, baseline__isnull=False)
+    # A watch whose baseline is gone is judged too: it says why it cannot judge.
+    return Watch.objects.filter(rank, run_id=capture.run_id)
 
 
 def capture_settings(capture: Capture) -> dict[str, Any]:
@@ -109,6 +116,8 @@ def _judge(watch: Watch, capture: Capture) -> list[int]:
     if judged is None:
         return []
     judgement, alerts = judged
+    if judgement.verdict in CANNOT_JUDGE:
+        return _cannot_judge_deliveries(watch, judgement)
     if watch.all_roles:
         return _group_deliveries(watch, judgement)
     return _deliveries(watch, judgement, alerts) if alerts else []
@@ -117,6 +126,8 @@ def _judge(watch: Watch, capture: Capture) -> list[int]:
 def _judge_pair(watch: Watch, capture: Capture) -> tuple[Judgement, list[Alert]] | None:
     """Judge the capture against its baseline: the stored judgement and the alerts it
     opened, or None when the capture is not later than the baseline."""
+    if watch.baseline_id is None:
+        return _store(watch, capture, None, verdict=Verdict.NO_BASELINE, reason=BASELINE_GONE), []
     baseline = baseline_for(watch, capture)
     if watch.all_roles and baseline is None:
         reason = f"the baseline whole-job capture has no {capture.process.role or 'such rank'}"
@@ -203,7 +214,7 @@ def _series_shifts(watch: Watch, baseline: Capture) -> list[dict[str, Any]]:
     )
     view = comparable.step_view(baseline.stats)
     points = [(baseline.pk, regression.tracked_counts(view, view))]
-    points += [(j.capture_id, j.shares) for j in reversed(list(judged))]
+    points += [(j.capture_id, _rekeyed(j.shares)) for j in reversed(list(judged))]
     series = {
         key: [100 * shares[key][0] / shares[key][1] for _, shares in points]
         for key in points[0][1]
@@ -222,6 +233,17 @@ def _series_shifts(watch: Watch, baseline: Capture) -> list[dict[str, Any]]:
     Watch.objects.filter(pk=watch.pk).update(shifts=shifts)
     watch.shifts = shifts
     return shifts
+
+
+def _rekey(key: str) -> str:
+    """A stored row key as rows are keyed now (regression.row_key): judgements and
+    alerts stored before frames had one name meet today's rows."""
+    kind, _, name = key.partition(":")
+    return regression.row_key(kind, name)
+
+
+def _rekeyed(shares: dict[str, Any]) -> dict[str, Any]:
+    return {_rekey(key): value for key, value in shares.items()}
 
 
 def _series_candidates(
@@ -258,9 +280,9 @@ def _close_returned(
     """Resolve open alerts whose share came back: the change in the alert's direction
     is under half the minimum effect, and the series no longer flags it."""
     for alert in _open_of(watch, role):
-        row = aliases.get(alert.key)
+        row = aliases.get(_rekey(alert.key))
         back = row is None or regression.returned(row, alert.direction, watch.min_effect_points)
-        if back and not _flagged(shifts, alert.key, alert.direction):
+        if back and not _flagged(shifts, _rekey(alert.key), alert.direction):
             alert.status, alert.closed_at = Alert.Status.RESOLVED, timezone.now()
             alert.save(update_fields=["status", "closed_at"])
 
@@ -274,7 +296,7 @@ def _open_alerts(
 ) -> list[Alert]:
     """One alert per row and direction (per role in an all-roles watch): none while one
     is open for it."""
-    open_now = {(a.key, a.direction) for a in _open_of(watch, role)}
+    open_now = {(_rekey(a.key), a.direction) for a in _open_of(watch, role)}
     candidates = [(r["key"], r, Alert.Source.PAIR) for r in moved]
     candidates += [(s["key"], s, Alert.Source.SERIES) for s in series]
     alerts = []
@@ -315,6 +337,26 @@ def _deliveries(
         ).pk
         for target in watch.targets.all()
     ]
+
+
+def _cannot_judge_deliveries(watch: Watch, judgement: Judgement) -> list[int]:
+    """One message when a watch cannot judge (too few samples, settings that differ, no
+    baseline): the first time since it last judged a capture, not at every capture."""
+    if watch.snoozed or not watch.targets.exists():
+        return []
+    last = (
+        watch.judgements.filter(verdict__in=[Verdict.CHANGED, Verdict.UNCHANGED])
+        .order_by("-judged_at")
+        .values_list("judged_at", flat=True)
+        .first()
+    )
+    said = Delivery.objects.filter(judgement__watch=watch, judgement__verdict=judgement.verdict)
+    if last is not None:
+        said = said.filter(created_at__gt=last)
+    if said.exists():
+        return []
+    composed = cannot_judge_compose(watch=watch, judgement=judgement)
+    return _deliveries(watch, judgement, [], composed)
 
 
 # --- all roles: one message per whole-job capture ----------------------------------------

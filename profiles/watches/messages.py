@@ -111,6 +111,33 @@ def message_compose(*, watch: Watch, judgement: Judgement, alerts: list[Alert]) 
     return title[:300], "\n".join(lines)
 
 
+CANNOT_JUDGE_ADVICE = {
+    Judgement.Verdict.TOO_FEW: "Capture longer or at a higher rate, or lower the watch's "
+    "minimum samples a side (now {min_samples}).",
+    Judgement.Verdict.NOT_COMPARABLE: "Capture with the baseline's settings, or choose a "
+    "baseline taken with this capture's.",
+    Judgement.Verdict.NO_BASELINE: "Choose a new baseline on the watch's page.",
+}
+
+
+def cannot_judge_compose(*, watch: Watch, judgement: Judgement) -> tuple[str, str]:
+    """(title, body) of the one message a watch sends when it cannot judge: why, and
+    what makes it judge again. No other such message follows until it judges again."""
+    capture = judgement.capture
+    run, rank = _text(watch.run.name), _text(watch.rank_label)
+    title = f"flamedeck: {run} {rank} cannot be judged ({judgement.get_verdict_display()})"
+    advice = CANNOT_JUDGE_ADVICE.get(judgement.verdict, "")
+    lines = [
+        f"Run {run}, rank {rank}: capture #{capture.pk} was not judged: "
+        f"{_CONTROL.sub(' ', judgement.reason)}.",
+        advice.format(min_samples=watch.min_samples),
+        "The watch says nothing more of this until it judges a capture again.",
+        f"Capture: {absolute(capture.get_absolute_url())}",
+        f"Watch: {absolute(watch.get_absolute_url())}",
+    ]
+    return title[:300], "\n".join(line for line in lines if line)
+
+
 def group_message_compose(
     *, watch: Watch, judgement: Judgement, alerts: list[Alert]
 ) -> tuple[str, str]:

@@ -7,6 +7,16 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.capture_settings import BY_NAME
+
+DEFAULT_CAPTURE_ROUNDS = BY_NAME["duration"].default * BY_NAME["rate"].default
+"""Sampling rounds of a capture with default settings (30 s at 20 Hz: 600): with --idle,
+as a whole-job capture runs, a step thread gives one sample a round."""
+DEFAULT_MIN_SAMPLES = DEFAULT_CAPTURE_ROUNDS // 2
+"""A watch made with defaults judges its rank's default captures: half of their rounds,
+so a capture that lost some to py-spy's lag is still judged (thresholds.JUDGE_MIN_SAMPLES
+says why a floor this low is safe)."""
+
 
 class NotifyTarget(models.Model):
     """A named place messages go: an Apprise URL. Only host admins create or change
@@ -56,7 +66,8 @@ class Watch(models.Model):
         default=2.0, validators=[MinValueValidator(0.1), MaxValueValidator(100)]
     )
     min_samples = models.PositiveIntegerField(
-        default=1000, validators=[MinValueValidator(100), MaxValueValidator(10_000_000)]
+        default=DEFAULT_MIN_SAMPLES,
+        validators=[MinValueValidator(100), MaxValueValidator(10_000_000)],
     )
     targets = models.ManyToManyField(NotifyTarget, blank=True, related_name="watches")
     snoozed_until = models.DateTimeField(null=True, blank=True)

@@ -24,7 +24,7 @@ from django.utils import timezone
 from profiles.captures.enqueue import judge_enqueue_on_commit
 from profiles.models import Capture
 from profiles.watches import notify
-from profiles.watches.models import Alert, NotifyTarget, Watch
+from profiles.watches.models import DEFAULT_MIN_SAMPLES, Alert, NotifyTarget, Watch
 from runs.models import Run, RunProcess
 from runs.permissions import can_administer_hosts
 
@@ -172,7 +172,7 @@ def watch_create(
     process: RunProcess | None = None,
     targets: list[NotifyTarget] = (),
     min_effect_points: float = 2.0,
-    min_samples: int = 1000,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
     all_roles: bool = False,
 ) -> Watch:
     """Watch one rank (run + role, or one process) with `baseline`; or, `all_roles`,

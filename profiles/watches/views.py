@@ -18,7 +18,8 @@ from config.params import parse_float, parse_id
 from profiles.models import Capture
 from profiles.watches import selectors as watch_selectors
 from profiles.watches import services as watches
-from profiles.watches.models import NotifyTarget, Watch
+from profiles.watches.judging import CANNOT_JUDGE
+from profiles.watches.models import DEFAULT_MIN_SAMPLES, NotifyTarget, Watch
 from runs.permissions import can_administer_hosts, can_launch, host_admin_required, launch_required
 
 
@@ -28,7 +29,9 @@ class WatchForm(forms.Form):
         NotifyTarget.objects.all(), to_field_name="name", required=False
     )
     min_effect_points = forms.FloatField(min_value=0.1, max_value=100, initial=2.0)
-    min_samples = forms.IntegerField(min_value=100, max_value=10_000_000, initial=1000)
+    min_samples = forms.IntegerField(
+        min_value=100, max_value=10_000_000, initial=DEFAULT_MIN_SAMPLES
+    )
     all_roles = forms.BooleanField(
         required=False, label="All roles (one message per whole-job capture)"
     )
@@ -110,8 +113,11 @@ def watch_list(request):
 def watch_detail(request, pk: int):
     watch = _get_watch_for_user(request.user, pk)
     judged = watch.judgements.select_related("capture").order_by("-judged_at", "-pk")
+    latest = judged.first()
     context = {
         "watch": watch,
+        # Why the watch cannot judge now, if it cannot: never silent (judging.CANNOT_JUDGE).
+        "cannot_judge": latest if latest and latest.verdict in CANNOT_JUDGE else None,
         "alerts": watch_selectors.watch_alerts(watch),
         "judgements": judged[: watch_selectors.JUDGEMENTS_SHOWN],
         "shifts": watch.shifts,

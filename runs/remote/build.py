@@ -120,8 +120,8 @@ def record_flags(settings: RecordSettings) -> list[str]:
         raise ValueError(f"duration_s must be a positive number, not {duration!r}")
     if isinstance(rate, bool) or not isinstance(rate, int) or rate <= 0:
         raise ValueError(f"rate must be a positive int, not {rate!r}")
-    if settings.format not in ("raw", "speedscope"):
-        raise ValueError(f"format must be raw or speedscope, not {settings.format!r}")
+    if settings.format not in ("raw", "speedscope", "chrometrace"):
+        raise ValueError(f"format must be raw, speedscope or chrometrace, not {settings.format!r}")
     # --duration counts samples (duration x rate), not seconds: a lagging sampler runs
     # past it, so flamedeck stops py-spy at the wall-clock duration itself. Passing the
     # real duration keeps py-spy's log truthful for the lag analysis and makes py-spy
@@ -146,9 +146,9 @@ fd_fact @PID@ "clock=$(date +%s.%N 2>/dev/null)"
 "$PYSPY" record --pid @PID@ @FLAGS@ $fd_flag_@PID@ -o "$dir/out" 3<&- &
 spy=$!
 gpu=
-if [ @GPU@ = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
-  nvidia-smi @GPU_FLAGS@ >"$dir/gpu.csv" 2>/dev/null 3<&- &
-  gpu=$!
+if [ @GPU@ = 1 ]; then
+  fd_gpu "$dir/gpu.csv" @PID@
+  gpu=$fd_gpu_pid
 fi
 (
   while read -r _ <&3; do :; done
@@ -187,8 +187,8 @@ def record_script(
     Output: the facts of `guard` (`--native` kept or dropped, and why) and py-spy's
     stdout (the log) stream first, then the facts of what py-spy left behind, then the line
     `END_MARKER <py-spy exit code> <1 if a raw file exists> <bytes of GPU CSV>`, then
-    the GPU CSV (nvidia-smi sampled beside py-spy, when the host has it), then the
-    raw file.
+    the GPU report (runs.gpu: the rank's GPUs and nvidia-smi's samples beside py-spy,
+    or a line saying the host has no nvidia-smi), then the raw file.
     A closed stdin (cancel, wall-clock stop, a dead worker or a dropped connection)
     sends SIGINT, so py-spy writes its samples; SIGKILL follows `kill_after_s` later.
     """
@@ -197,8 +197,7 @@ def record_script(
     body = body.replace("@FLAGS@", shlex.join(record_flags(replace(settings, native=False))))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
-    body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
-    head = _script_head(target) + guard.shell(settings.native)
+    head = _script_head(target) + guard.shell(settings.native) + gpu.shell()
     return head + body.replace("@MARKER@", END_MARKER)
 
 

@@ -12,6 +12,7 @@ made per session: frame names are the target's text and could hold a fixed marke
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import shlex
 import time
@@ -42,6 +43,8 @@ one() {  # PID ROUND: one dump, --native first when asked and again without it
   fi
   printf '%s %s\n' "$rc" "$native" >"$dir/$1.$2.rc"
 }
+# When this session could dump (host clock): the next group's instant is learned from it.
+printf '\n%s ready %s\n' @MARKER@ "$(date +%s.%N)"
 # The group's instant on this host's clock: every host's first round at once.
 if [ @AT@ != 0 ]; then
   left=$(awk -v t=@AT@ -v n="$(date +%s.%N 2>/dev/null)" \
@@ -89,6 +92,9 @@ class PidDumps:
     dumps: list[Dump] = field(default_factory=list)
     error: RemoteError | None = None
     stderr: str = ""
+    ready_at: float | None = None
+    """When the host's session could dump (host epoch s), before it waited for the
+    group's instant: how far ahead the next instant must lie (profiles.jobs.schedule)."""
 
 
 def dump_many_script(
@@ -159,7 +165,9 @@ def dump_many(
 
 def parse_dump_many(text: str, marker: str, pids: list[int]) -> dict[int, PidDumps]:
     """The script's output, per PID (see `dump_many_script`)."""
-    found = {pid: PidDumps() for pid in pids}
+    ready = re.search(rf"(?:\A|\n){re.escape(marker)} ready (\S+)\n", text)
+    ready_at = _float(ready.group(1)) if ready else None
+    found = {pid: PidDumps(ready_at=ready_at) for pid in pids}
     for block in text.split(f"\n{marker} ")[1:]:
         head, _, rest = block.partition("\n")
         output, _, stderr = rest.partition(f"\n{marker}-err\n")

@@ -100,16 +100,22 @@ for p in @PIDS@; do
   eval "flag=\\$fd_flag_$p"
   # py_spy=warn: each failed sample is named with its PID on stderr, so a child's
   # (a DataLoader worker's, with --subprocesses) are not taken for the rank's.
-  RUST_LOG=py_spy=warn "$PYSPY" record --pid "$p" @FLAGS@ $flag -o "$dir/$p.out" \
-    >"$dir/$p.fifo" 2>"$dir/$p.err" 3<&- &
+  (
+    # Where a chrometrace's clock (microseconds since py-spy started) begins on the
+    # host's: read in the child that becomes py-spy, so no fork lies between them.
+    fd_fact "$p" "spawned_at=$(date +%s.%N 2>/dev/null)"
+    RUST_LOG=py_spy=warn; export RUST_LOG
+    exec "$PYSPY" record --pid "$p" @FLAGS@ $flag -o "$dir/$p.out" \
+      >"$dir/$p.fifo" 2>"$dir/$p.err"
+  ) 3<&- &
   echo "$!" >"$dir/$p.spy"
   spies="$spies $!"
 done
 for p in @PIDS@; do fd_children "$p" children_start; done
 gpu=
-if [ @GPU@ = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
-  nvidia-smi @GPU_FLAGS@ >"$dir/gpu.csv" 2>/dev/null 3<&- &
-  gpu=$!
+if [ @GPU@ = 1 ]; then
+  fd_gpu "$dir/gpu.csv" @PIDS@
+  gpu=$fd_gpu_pid
 fi
 # Repeated: an INT that lands before py-spy installs its handler is ignored.
 stop_spies() {
@@ -186,7 +192,7 @@ def record_many_script(
     EXITED` when it ends). `stop PID` on stdin stops one py-spy with SIGINT;
     end-of-file stops all (SIGKILL follows `kill_after_s` later). Then, per PID:
     `END_MARKER PID CODE HAS_RAW ERR_BYTES RAW_BYTES` + stderr + raw, and last
-    `END_MARKER gpu BYTES` + nvidia-smi's CSV. Each PID's children when py-spy
+    `END_MARKER gpu BYTES` + the GPU report (runs.gpu). Each PID's children when py-spy
     starts and after it stopped come as facts (guard.children): with `--subprocesses`
     (a whole-job capture's default) they say how many DataLoader workers ran at once.
     `early_s`: how long before a scheduled instant py-spy may start; its own
@@ -201,12 +207,11 @@ def record_many_script(
     body = body.replace("@FLAGS@", shlex.join(record_flags(flags)))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
-    body = body.replace("@GPU_FLAGS@", shlex.join(gpu.nvidia_smi_argv()[1:]))
     body = body.replace("@WAITING@", WAITING).replace("@EXITED@", EXITED)
     body = body.replace("@CLOCK@", CLOCK).replace("@DURATION@", f"{settings.duration_s:g}")
     body = body.replace("@LEAST@", f"{LEAST_WINDOW_S:g}")
     body = body.replace("@SAMPLING@", SAMPLING_LINE)
-    head = _script_head(target) + guard.shell(settings.native)
+    head = _script_head(target) + guard.shell(settings.native) + gpu.shell()
     return head + body.replace("@MARKER@", END_MARKER)
 
 

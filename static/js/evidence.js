@@ -30,8 +30,12 @@
   const stateClass = (state) => `st-${String(state).replace(/[^a-z_]/g, "")}`;
 
   // "`train.py:98` (in `all_reduce_grads`)": backticked parts become <code>, as text.
+  // An engine sentence with its `backticked` parts as <code>; every part goes in as text
+  // (never HTML), and an unpaired backtick stays as it is.
   function richText(text) {
-    return String(text ?? "").split("`").map((part, i) => (i % 2 ? el("code", {}, part) : part));
+    const parts = String(text ?? "").split("`");
+    if (parts.length % 2 === 0) parts.splice(-2, 2, `${parts[parts.length - 2]}\`${parts[parts.length - 1]}`);
+    return parts.map((part, i) => (i % 2 ? el("code", {}, part) : part));
   }
 
   function byOrder(states) {
@@ -147,7 +151,7 @@
       return el("li", { class: `finding sev-${f.severity}`, "data-rule": f.rule },
         el("div", { class: "findinghead" },
           el("span", { class: `badge sev-${f.severity}` }, f.severity), " ",
-          el("strong", { class: "findingtitle" }, f.title), " ", findingFigures(f),
+          el("strong", { class: "findingtitle" }, ...richText(f.title)), " ", findingFigures(f),
           f.ranks && f.ranks.length ? el("span", { class: "muted small findingranks" }, ` · on ${f.ranks.join(", ")}`) : null),
         el("p", { class: "advice" }, ...richText(f.advice)),
         frames.length ? el("ul", { class: "findingframes small" }, ...frames) : null);

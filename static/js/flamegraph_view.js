@@ -1,7 +1,7 @@
 // A d3-flame-graph wrapper: click to zoom, substring search with the matches' share,
 // reset, flame/icicle, focus by frame name or root-to-frame path, and a tooltip
-// built with textContent (frame names are untrusted: they come from the profiled
-// program). d3-flame-graph's own labels use .text(); its default tooltip can use
+// built with textContent (frame names and a node's recorded `path` are untrusted: they
+// come from the profiled program). d3-flame-graph's own labels use .text(); its default tooltip can use
 // innerHTML, so it is replaced here.
 (function () {
   "use strict";
@@ -33,7 +33,13 @@
       const figures = document.createElement("div");
       figures.className = "fg-tip-figures";
       figures.textContent = describe(d);
-      box.replaceChildren(frame, figures);
+      // The file the capture recorded, where the name shows py-spy's short one.
+      const path = typeof d.data.path === "string" && d.data.path ? document.createElement("div") : null;
+      if (path) {
+        path.className = "fg-tip-path";
+        path.textContent = d.data.path;
+      }
+      box.replaceChildren(...[frame, path, figures].filter(Boolean));
       box.hidden = false;
       const left = Math.min(event.pageX + 12, window.scrollX + window.innerWidth - box.offsetWidth - 8);
       box.style.left = `${Math.max(4, left)}px`;

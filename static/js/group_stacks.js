@@ -65,8 +65,16 @@
       el("thead", {}, el("tr", {}, el("th", {}, "ranks"), el("th", {}, "stands in"), el("th", {}, "state"), el("th", {}, "moving"), el("th", {}, "thread"))),
       el("tbody", {}, ...stacks.classes.map((cls) => el("tr", { class: cls.ranks.some((r) => odd.has(r)) ? "outlier" : "" },
         el("td", {}, ...rankLinks(cls.ranks, urls)),
-        el("td", { class: "mono" }, cls.user_frame || (cls.frames[cls.frames.length - 1] || "—")),
+        el("td", { class: "mono" }, cls.user_frame || (cls.frames[cls.frames.length - 1] || "—"), ...frameworkNote(cls.framework_frame)),
         el("td", {}, cls.state), el("td", {}, cls.moving ? "yes" : "no"), el("td", {}, cls.thread)))));
+  }
+
+  // The framework's step the class waits or works in (`framework_frame`), beside the
+  // user's frame: "in Tensor.backward (DDP backward)". Untrusted text: nodes, never HTML.
+  function frameworkNote(frame) {
+    if (!frame || !frame.function) return [];
+    const where = frame.user_inside ? "called from " : "in ";
+    return [el("br"), el("span", { class: "stack-framework muted" }, where, el("code", {}, frame.function), frame.phase ? ` (${frame.phase})` : "")];
   }
 
   function failedList(stacks) {
@@ -85,7 +93,7 @@
     const classes = stacks.classes || [];
     const parts = [
       el("p", { class: `stack-verdict stack-${verdict.kind}`, id: "stacks-verdict", "data-kind": verdict.kind },
-        el("strong", {}, `${TITLES[verdict.kind] || verdict.kind}: `), verdict.explanation),
+        el("strong", {}, `${TITLES[verdict.kind] || verdict.kind}: `), ...fd.evidence.richText(verdict.explanation)),
       el("p", { class: "muted small" }, `${plural(report.repeat, "dump")} of every rank, ${report.interval} s apart, with py-spy dump; a class is the ranks whose step thread stands at the same call path.`),
       failedList(stacks),
       el("h3", {}, "Where the ranks stand"),

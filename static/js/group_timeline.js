@@ -56,6 +56,7 @@
         href: rankUrl(rank, chart && chart.selection ? rankWindow(rank, ...chart.selection) : null),
         dominant: t ? t.dominant : [],
         states: t ? t.states : {},
+        device: rank.device && rank.device.source !== "host" ? rank.device.util : null,
       };
     });
   }
@@ -80,7 +81,7 @@
     const at = line.page;
     const select = $("group-timeline-ranks");
     select.replaceChildren(el("option", { value: "" }, "every rank (the straggler and one of each class first)"),
-      ...(line.classes || []).map((c, i) => el("option", { value: String(i) }, `class ${i + 1}: ${c.label.replace(/`/g, "")} (${c.ranks} rank${c.ranks === 1 ? "" : "s"})`)));
+      ...(line.classes || []).map((c, i) => el("option", { value: String(i) }, `class ${i + 1}: ${c.label.replaceAll("\u0060", "")} (${c.ranks} rank${c.ranks === 1 ? "" : "s"})`)));
     select.value = ranksClass;
     const step = (to, text) => el("button", { type: "button", "data-offset": String(to) }, text);
     $("group-timeline-pager").replaceChildren(...[`${at.offset + 1}–${Math.min(at.total, at.offset + at.limit)} of ${at.total}`,

@@ -65,8 +65,11 @@
   }
 
   // rows: [{label, title, href, dominant: [state|null], states: {state: [share]}, marks: [{from, to, text}]}]
-  // options: {start (epoch s of bucket 0), bucketS, span (s), clockName, gpu (runs/gpu.py's
-  // timeline, t from the capture's start) , onSelect(from, to) (null, null when cleared)}.
+  // rows may carry `device` (a rank's GPU utilisation per bucket, percent or null): drawn
+  // as a band under its strip, darker when busy.
+  // options: {start (epoch s of bucket 0), bucketS, span (s), clockName, device (the
+  // timeline's `device`: per GPU its utilisation per bucket, on the strips' buckets),
+  // onSelect(from, to) (null, null when cleared)}.
   function StripChart(container, rows, options) {
     this.container = container;
     this.rows = rows;
@@ -81,7 +84,7 @@
   StripChart.prototype.draw = function () {
     const { rows, options } = this;
     const width = Math.max(520, this.container.clientWidth || 900);
-    const gpus = ((options.gpu && options.gpu.gpus) || []).filter((g) => g.points.some((p) => p.util !== null));
+    const gpus = ((options.device && options.device.gpus) || []).filter((g) => (g.util || []).some((u) => u !== null));
     const stripsH = rows.length * (ROW_H + GAP);
     const gpuTop = stripsH + (gpus.length ? GAP : 0);
     const bottom = gpuTop + (gpus.length ? GPU_H : 0);
@@ -131,6 +134,12 @@
       g.append("rect").attr("class", `tl-seg ${stateClass(run.state)}`).attr("data-state", run.state)
         .attr("x", x0).attr("width", Math.max(0.5, x1 - x0)).attr("height", ROW_H);
     }
+    (row.device || []).forEach((u, i) => {
+      if (u === null || u === undefined) return;
+      const x0 = x(i * b), x1 = x(Math.min(this.options.span, (i + 1) * b));
+      g.append("rect").attr("class", "tl-device").attr("data-util", u).attr("x", x0).attr("y", ROW_H - 4)
+        .attr("width", Math.max(0.5, x1 - x0)).attr("height", 4).attr("fill", d3.interpolateGreys(0.15 + 0.85 * u / 100));
+    });
     for (const mark of row.marks || []) {
       g.append("rect").attr("class", "tl-burst").attr("x", x(mark.from)).attr("y", -2)
         .attr("width", Math.max(1, x(mark.to) - x(mark.from))).attr("height", ROW_H + 4);
@@ -140,12 +149,15 @@
   StripChart.prototype.drawGpu = function (g, gpus, x) {
     const y = d3.scaleLinear([0, 100], [GPU_H, 2]);
     g.append("rect").attr("class", "tl-bg").attr("x", x(0)).attr("width", x(this.options.span) - x(0)).attr("height", GPU_H);
+    const about = this.options.device || {};
+    const whose = about.source === "host" ? "every GPU of the host (not attributed to this rank)" : `this rank's GPU (found by ${about.source})`;
     g.append("text").attr("class", "tl-label").attr("x", LABEL_W - 8).attr("y", GPU_H / 2 + 4).attr("text-anchor", "end")
-      .text("GPU utilisation").append("title").text("nvidia-smi, started with py-spy: its seconds count from its first reading");
+      .text("GPU utilisation").append("title").text(`nvidia-smi beside py-spy, on the same clock: ${whose}`);
     const colour = d3.scaleOrdinal(d3.schemeTableau10);
-    const line = d3.line().x((p) => x(p.t)).y((p) => y(p.util)).defined((p) => p.util !== null && p.t <= this.options.span);
+    const b = this.options.bucketS;
+    const line = d3.line().x((_, i) => x(Math.min(this.options.span, (i + 0.5) * b))).y((u) => y(u)).defined((u) => u !== null);
     for (const gpu of gpus) {
-      g.append("path").attr("class", "tl-gpu-util").attr("data-gpu", gpu.index).attr("stroke", colour(gpu.index)).attr("d", line(gpu.points));
+      g.append("path").attr("class", "tl-gpu-util").attr("data-gpu", gpu.index).attr("stroke", colour(gpu.index)).attr("d", line(gpu.util));
     }
   };
 
@@ -156,9 +168,10 @@
     const start = this.options.start;
     const when = `${secs(t)} · ${clock(start + t)} on ${this.options.clockName || "the host's clock"}`;
     if (py >= gpuTop && gpus.length) {
+      const i = Math.floor(t / this.options.bucketS);
       const lines = gpus.map((gpu) => {
-        const near = d3.least(gpu.points.filter((p) => p.util !== null), (p) => Math.abs(p.t - t));
-        return near ? `GPU ${gpu.index}: ${near.util}% busy` : `GPU ${gpu.index}: no reading`;
+        const u = (gpu.util || [])[i];
+        return u === null || u === undefined ? `GPU ${gpu.index}: no reading ([N/A] or none)` : `GPU ${gpu.index}: ${u}% busy`;
       });
       this.tip.show(event, ["GPU utilisation", when, ...lines]);
       return;
@@ -169,6 +182,10 @@
     const i = Math.min(Math.floor(t / b), (row.dominant || []).length - 1);
     const span = `${secs(i * b)}–${secs(Math.min(this.options.span, (i + 1) * b))} · ${clock(start + i * b)} on ${this.options.clockName || "the host's clock"}`;
     const lines = [row.title || row.label, span, bucketLines(row, i)];
+    if (row.device) {
+      const u = row.device[i];
+      lines.push(u === null || u === undefined ? "GPU: no reading" : `GPU: ${u}% busy (band under the strip)`);
+    }
     for (const mark of row.marks || []) if (t >= mark.from && t <= mark.to) lines.push(mark.text);
     this.tip.show(event, lines);
   };
@@ -229,7 +246,6 @@
   const data = JSON.parse(pageData.textContent);
   const stats = data.stats || {};
   const time = stats.time || {};
-  const gpuData = $("gpu-data");
   let chart = null, windowView = null, loading = 0;
 
   // Each periodic stall's bursts, marked on the strip of its thread.
@@ -261,7 +277,7 @@
     else {
       chart = new fd.timeline.StripChart(box, rows, {
         start: line.start, bucketS: line.bucket_s, span, clockName: "the host's clock",
-        gpu: gpuData ? JSON.parse(gpuData.textContent) : null, onSelect: pick,
+        device: line.device, onSelect: pick,
         ariaLabel: "Each thread's state over the capture; drag to select a window",
       });
     }
@@ -310,10 +326,22 @@
     windowView = windowView || new fd.FlameView($("tl-window-flamegraph"), {});
     windowView.render(tree);
     renderStates(win);
+    renderDevice(win.device);
     $("tl-window-findings").replaceChildren(fd.evidence.findingsList(win.findings, () => null,
       "No finding in this window: no rule's whole 95% interval is past its threshold on its step threads."));
     $("tl-window-top").replaceChildren(frameTable("Top self", win.top_self), frameTable("Top total", win.top_total));
     panel.dataset.ready = "1";
+  }
+
+  // The device's mean utilisation in the window, beside its states (null: no GPU sampled).
+  function renderDevice(device) {
+    const box = $("tl-window-device");
+    if (!box) return;
+    box.hidden = !device;
+    if (!device) return;
+    box.textContent = device.util === null
+      ? `GPU: no reading in this window${device.reason ? ` (${device.reason})` : ""}.`
+      : `GPU ${device.source === "host" ? "(every GPU of the host, not attributed)" : "of this rank"}: ${device.util}% busy on average in this window (${device.readings} reading${device.readings === 1 ? "" : "s"} of nvidia-smi).`;
   }
 
   // --- the window's states against the rest of the capture, for one thread or all ----

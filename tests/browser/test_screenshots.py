@@ -2,18 +2,24 @@
 
 The capture and whole-job pages show real recordings (tests/data/jobs/: a 4-rank gloo
 job with host syncs planted, and one whose rank 3 is the planted straggler), analysed
-by the real pipeline. Also a check that every page renders without JavaScript errors
-at a laptop width."""
+by the real pipeline; the whole-job dump of a real hung DDP job (tests/data/dumps) and the
+timelines of real recordings with time (tests/data/timeline). Also a check that every
+page renders without JavaScript errors at a laptop width."""
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
 from profiles.captures import pipeline, services
-from profiles.models import Capture
-from runs.models import Host, RunProcess, Tag
+from profiles.jobs import report as group_report
+from profiles.models import Capture, CaptureGroup
+from runs.models import Host, Run, RunProcess, Tag
+from tests import factories
 from tests.browser.conftest import SCREENSHOTS
+from tests.profiles.pyspy.timeline_data import TIMELINE
 from tests.profiles.web.test_views import DUMP, LAG_LOG, fake_stats, imported
 from tests.support.recorded_jobs import record_group
 
@@ -195,3 +201,100 @@ def test_screenshots_of_the_main_pages(open_tab, owner, data):
         ("keywords", "/keywords/"),
     ]:
         shoot(tab.goto(path), name)
+
+
+# --- a hung job and time: the dump page and the timelines (docs/jobs.md, docs/evidence.md) ---
+
+DUMPS = Path(__file__).resolve().parents[1] / "data" / "dumps"
+
+
+def dumped_job(client, monkeypatch, case: str) -> CaptureGroup:
+    """A "Dump all ranks" of the four ranks of a real hung gloo DDP job
+    (tests/data/dumps/CASE: py-spy's own dumps, three rounds), asked through the API and
+    stored by the worker's host task with only the SSH seam swapped for those files."""
+    from profiles.captures import enqueue
+    from profiles.jobs import pipeline as group_pipeline
+    from runs import remote
+
+    run = Run.objects.create(name="hang_train.py: 4 ranks, gloo DDP", status="running")
+    local = Host.objects.get(name="local")
+    pids = [RunProcess.objects.create(run=run, host=local, pid=31400 + r, role=f"rank-{r}").pid
+            for r in range(4)]  # fmt: skip
+    files = {pid: sorted((DUMPS / case).glob(f"rank-{r}.*.json")) for r, pid in enumerate(pids)}
+
+    def from_files(target, asked, *, repeat, interval_s, native=True, start_at=None):
+        at = start_at or 0.0
+        return {pid: remote.PidDumps([remote.Dump(path.read_text(), at + k * interval_s, True)
+                                      for k, path in enumerate(files[pid])])
+                for pid in asked}  # fmt: skip
+
+    monkeypatch.setattr(remote, "dump_many", from_files)
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    answer = client.post(f"/api/runs/{run.pk}/capture/", {"kind": "dump"}, "application/json")
+    group = CaptureGroup.objects.get(pk=answer.json()["id"])
+    ids = list(group.captures.values_list("pk", flat=True))
+    group_pipeline.host_captures_execute(group_id=group.pk, host_id=local.pk, capture_ids=ids)
+    group.refresh_from_db()
+    assert group.stacks["verdict"]["kind"] == "stuck", group.stacks
+    return group
+
+
+def drag(page, row, begin: float, end: float) -> None:
+    """Drag across `row` (a strip's locator) from `begin` to `end`, fractions of its width."""
+    row.scroll_into_view_if_needed()
+    box = row.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + begin * box["width"], y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + end * box["width"], y, steps=8)
+    page.mouse.up()
+    page.mouse.move(0, 0)  # no tooltip over the picture
+
+
+def timed_job() -> CaptureGroup:
+    """A whole-job capture of three ranks with time (tests/data/timeline, real recordings):
+    rank-0 the training loop with its planted 0.8 s evaluate() every ~3 s, rank-1 one with a
+    0.6 s checkpoint wait on a host whose clock runs 50 s ahead, rank-2 the steady loop."""
+    run = factories.job_run(ranks=3, name="periodic_job.py: 3 ranks")
+    ranks = list(run.processes.order_by("pid"))
+    group = CaptureGroup.objects.create(run=run)
+    first = json.loads((TIMELINE / "periodic_eval.clock.json").read_text())["start"]
+    other = json.loads((TIMELINE / "periodic_checkpoint.clock.json").read_text())["start"]
+    steady = json.loads((TIMELINE / "steady.clock.json").read_text())["start"]
+    factories.timed_capture(process_=ranks[0], group=group, offset_s=0.0)
+    factories.timed_capture("periodic_checkpoint", process_=ranks[1], group=group,
+                            shift_s=first + 50.4 - other, offset_s=-50.0)  # fmt: skip
+    factories.timed_capture("steady", process_=ranks[2], group=group, shift_s=first + 0.2 - steady,
+                            offset_s=0.0)  # fmt: skip
+    group_report.group_report_update(group_id=group.pk)
+    return group
+
+
+def test_screenshots_of_a_hung_jobs_dump_and_the_timelines(
+    open_tab, owner, owner_client, monkeypatch
+):
+    hung = dumped_job(owner_client, monkeypatch, "own_code")
+    run = factories.job_run(ranks=1, name="periodic_job.py: evaluate() every 88 steps")
+    timed = factories.timed_capture(process_=run.processes.get())
+    job = timed_job()
+    tab = open_tab(owner)
+    page = tab.goto(hung.get_absolute_url())
+    page.wait_for_selector("#stacks-verdict[data-kind='stuck']")
+    shoot(page, "dump_all")
+    page = tab.goto(timed.get_absolute_url())
+    page.wait_for_selector("#timeline[data-ready='1']")
+    drag(page, page.locator("#timeline rect.tl-burst").nth(1), -0.1, 1.1)
+    page.wait_for_selector("#tl-window[data-ready='1']")
+    page.wait_for_timeout(900)
+    # The strips, the window's flamegraph and its states; not the top-frame lists below.
+    card = page.locator("#timeline-card").bounding_box()
+    states = page.locator("#tl-window .grid2").first.bounding_box()
+    top = card["y"] + page.evaluate("window.scrollY")  # the clip is on the whole page
+    height = states["y"] + states["height"] + 8 - card["y"]
+    page.screenshot(path=str(SCREENSHOTS / "capture_timeline.png"), full_page=True,
+                    clip={**card, "y": top, "height": height})  # fmt: skip
+    page = tab.goto(job.get_absolute_url())
+    page.wait_for_selector("#group-timeline[data-ready='1']")
+    page.wait_for_timeout(900)
+    card = page.locator("#group-timeline-card")
+    card.screenshot(path=str(SCREENSHOTS / "group_timeline.png"))

@@ -47,7 +47,7 @@ def test_dragging_over_a_burst_shows_the_windows_flamegraph_states_and_keeps_it_
     open_tab, teammate, client
 ):
     capture = factories.timed_capture()
-    # nvidia-smi's readings beside py-spy (runs/gpu.py's shape).
+    # The rank's GPU read by nvidia-smi beside py-spy (runs/gpu.py's shape), on its clock.
     points = [
         {"t": i / 4, "util": 90.0, "mem_used_mib": 1.0, "mem_total_mib": 8.0} for i in range(56)
     ]
@@ -55,7 +55,9 @@ def test_dragging_over_a_burst_shows_the_windows_flamegraph_states_and_keeps_it_
         gpu_samples={
             "interval_ms": 250,
             "skipped_lines": 0,
+            "start": capture.stats["time"]["start"],
             "gpus": [{"index": 0, "points": points}],
+            "mapping": {"source": "compute-apps", "pids": [1], "gpus": [0], "note": None},
         }
     )
     client.force_login(teammate)
@@ -79,6 +81,7 @@ def test_dragging_over_a_burst_shows_the_windows_flamegraph_states_and_keeps_it_
     assert start <= chosen[0] < chosen[1] <= end, (chosen, stall["bursts"][1])
     expect(page.locator('#tl-window-flamegraph g[name^="evaluate ("]').first).to_be_attached()
     expect(page.locator("#tl-window-states tr[data-state='compute']")).to_have_count(1)
+    expect(page.locator("#tl-window-device")).to_contain_text("90% busy on average")
     expect(page.locator("#tl-window-title")).to_contain_text(f"Window {chosen[0]:.2f} s")
     expect(page.locator("#tl-from")).to_have_value(str(chosen[0]).rstrip("0").rstrip("."))
 

@@ -1,4 +1,4 @@
-"""Real gloo ranks (bench/train.py, 2 ranks) registered to a run, stopped, and
+"""Real gloo ranks (bench/targets/train.py, 2 ranks) registered to a run, stopped, and
 relaunched with new PIDs under the same run name: the run keeps both launches, and
 "Capture all" takes exactly the live ranks of the second, recorded to the end with the
 real py-spy (the Celery tasks run eagerly in this process: `inline_analysis`)."""
@@ -18,7 +18,7 @@ from tests.support.requirements import require_torch
 from tests.support.sshd import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "train.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "targets" / "train.py"
 WORLD = 2
 
 

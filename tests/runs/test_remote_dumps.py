@@ -32,6 +32,9 @@ def test_each_pid_is_dumped_repeat_times_interval_apart_with_the_host_clock(rank
     found = dump_many(local_target, pids, repeat=3, interval_s=0.3, native=True)
     for rank in ranks.values():
         dumps = found[rank.pid].dumps
+        # When the session could dump, before its first round: the next instant's lead.
+        assert found[rank.pid].ready_at is not None
+        assert 0 <= dumps[0].at - found[rank.pid].ready_at < 2
         assert len(dumps) == 3 and found[rank.pid].error is None
         assert all(d.native for d in dumps)
         gaps = [b.at - a.at for a, b in zip(dumps, dumps[1:], strict=False)]

@@ -5,7 +5,7 @@ The headless shell is Chromium's engine without the browser's UI layer, built fr
 same source as Debian's /usr/bin/chromium (same version), and the binary Playwright
 itself launches for headless runs. Over the suite's browser tests it spent 98 CPU-s of
 the machine against 157 for /usr/bin/chromium in headless mode (the browser process
-51 → 18, the renderers 77 → 64, the GPU process 23 → 15; `bench/suite_cpu.py --kinds`,
+51 → 18, the renderers 77 → 64, the GPU process 23 → 15; `bench/suite/suite_cpu.py --kinds`,
 docs/figures.md), and the suite is bound by the two cores' CPU."""
 
 CHROMIUM = "/usr/bin/chromium-headless-shell"

@@ -1,5 +1,5 @@
 """A stand-in rank of a hung job, in plain Python (no torch): cheap to start, and py-spy
-dumps it like any rank. The real hangs (gloo ranks) are in bench/hang_train.py.
+dumps it like any rank. The real hangs (gloo ranks) are in bench/targets/hang_train.py.
 
 - `--as waiter`: the main thread blocks in `all_reduce_wait`, on an Event that is never
   set, as ranks blocked in a collective do (one frame below `train_loop`);

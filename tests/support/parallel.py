@@ -46,7 +46,7 @@ from tests.support.locks import flocked
 _ALONE_LIST = "FLAMEDECK_ALONE_LIST"
 
 # Handed out first, longest first, so no process is left with a long test at the end.
-# Measured with `bench/suite_cpu.py` (its `--timeline` shows what each process ran
+# Measured with `bench/suite/suite_cpu.py` (its `--timeline` shows what each process ran
 # when): the URL walks, browser crawls and end-to-end captures take 8-45 s a test. The
 # browser walks mostly wait (for a page, the network to settle) and the URL walks only
 # compute, so they alternate: with the browser walks together at the start, the two

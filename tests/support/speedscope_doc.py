@@ -1,6 +1,6 @@
 """py-spy-style speedscope documents built from stacks, as `py-spy record --format
 speedscope` writes them: the time tests' inputs (tests/profiles/pyspy/timeline_data.py)
-and bench/bench_intervals.py's simulated captures."""
+and bench/engine/bench_intervals.py's simulated captures."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ SSHD = Path("/usr/sbin/sshd")
 ALIAS = "flamedeck-test"
 
 # The test server keeps OpenSSH's defaults but two, which made each connection cost six
-# times the CPU it does now (`python bench/bench_ssh.py`, docs/figures.md):
+# times the CPU it does now (`python bench/suite/bench_ssh.py`, docs/figures.md):
 # - Key exchange: OpenSSH 9's default, sntrup761x25519, took 0.07 CPU-s of the client
 #   a connection; curve25519 takes 0.01. The product's client is unchanged: it offers
 #   what it always offers, and this server picks from these.

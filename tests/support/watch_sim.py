@@ -1,4 +1,4 @@
-"""Simulated capture pairs for the regression watch (tests and bench/bench_watch.py).
+"""Simulated capture pairs for the regression watch (tests and bench/engine/bench_watch.py).
 
 A real torch capture (tests/data/pyspy/torch_native_idle.txt: 5 threads, --idle,
 --native) is the distribution of stacks. A simulated capture draws N samples from it

@@ -1,6 +1,6 @@
 """Real `celery -A config worker` processes as children, sharing the caller's database.
 
-Used by the tests (on the test database) and by bench/bench_capture.py.
+Used by the tests (on the test database) and by bench/app/bench_capture.py.
 """
 
 import os

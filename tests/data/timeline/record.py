@@ -1,8 +1,9 @@
 """Record periodic_job.py with the real py-spy, as a capture keeps time.
 
-    python tests/data/timeline/record.py CASE SECONDS RATE [JOB ARGS...]
+    python tests/data/timeline/record.py CASE SECONDS RATE [--chrometrace] [JOB ARGS...]
 
-writes CASE.speedscope.json (py-spy record --format speedscope --idle --threads) and
+writes CASE.speedscope.json (py-spy record --format speedscope --idle --threads; with
+`--chrometrace`, CASE.chrometrace.json in that format, as whole-job captures record) and
 CASE.clock.json: the host epoch read right before py-spy starts and right after it
 stops (`start`, `end`), the rate, and the job's own printout (`ready`, `bursts`). The
 job runs SECONDS + 4 s; py-spy attaches once the job is ready and is stopped with
@@ -22,8 +23,10 @@ HERE = Path(__file__).resolve().parent
 PY_SPY = HERE.parents[2] / ".venv" / "bin" / "py-spy"
 
 
-def record(out: Path, seconds: float, rate: int, job_args: list[str]) -> dict:
-    """Record the job into `out`.speedscope.json; returns (and writes) the clock."""
+def record(
+    out: Path, seconds: float, rate: int, job_args: list[str], fmt: str = "speedscope"
+) -> dict:
+    """Record the job into `out`.FMT.json; returns (and writes) the clock."""
     job = subprocess.Popen(
         [sys.executable, str(HERE / "periodic_job.py"), str(seconds + 4), *job_args],
         stdout=subprocess.PIPE,
@@ -33,8 +36,8 @@ def record(out: Path, seconds: float, rate: int, job_args: list[str]) -> dict:
         ready = json.loads(job.stdout.readline())["ready"]
         start = time.time()
         spy = subprocess.Popen(
-            [str(PY_SPY), "record", "--format", "speedscope", "--idle", "--threads"]
-            + ["--rate", str(rate), "-o", f"{out}.speedscope.json", "--pid", str(job.pid)],
+            [str(PY_SPY), "record", "--format", fmt, "--idle", "--threads"]
+            + ["--rate", str(rate), "-o", f"{out}.{fmt}.json", "--pid", str(job.pid)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
@@ -55,4 +58,6 @@ def record(out: Path, seconds: float, rate: int, job_args: list[str]) -> dict:
 
 if __name__ == "__main__":
     case, seconds, rate, *rest = sys.argv[1:]
-    print(json.dumps(record(HERE / case, float(seconds), int(rate), rest))[:400])
+    fmt = "chrometrace" if "--chrometrace" in rest else "speedscope"
+    rest = [arg for arg in rest if arg != "--chrometrace"]
+    print(json.dumps(record(HERE / case, float(seconds), int(rate), rest, fmt))[:400])

@@ -170,3 +170,33 @@ def test_a_failed_capture_reanalysed_to_done_loses_its_old_error(parsing, settin
     assert capture.status == "done"
     assert (capture.error, capture.error_cause, capture.error_detail) == ("", "", "")
     assert capture.stats["total_samples"] == sum(int(x.rsplit(" ", 1)[1]) for x in RAW.splitlines())
+
+
+def _compiled_in_child(texts: list[str]) -> tuple[bool, int]:
+    """In an analysis child: whether the default state rules are already built, and how
+    many of these keywords it had to compile itself."""
+    from profiles.pyspy import keywords, rule_table
+
+    before = keywords.compiled_keyword.cache_info().misses
+    for text in texts:
+        keywords.compiled_keyword(text)
+    compiled = keywords.compiled_keyword.cache_info().misses - before
+    return rule_table._DEFAULT_RULES is not None, compiled
+
+
+def test_a_child_inherits_the_rules_and_keywords_its_worker_prepared():
+    """A whole job brings a thousand analyses, a child each: compiling the state rules
+    and keywords in every child cost more than the engine on a small rank."""
+    options = pyspy.AnalysisOptions(
+        keywords=(*pyspy.GPU_KEYWORDS, pyspy.Keyword("re:^fresh_[0-9]+$", "cat"))
+    )
+    pyspy.prepare_analysis(options)
+    texts = [k.keyword for k in options.keywords]
+    (built, compiled), _ = budget.run_bounded(
+        _compiled_in_child, (texts,), time_limit_s=30, memory_mb=256
+    )
+    assert (built, compiled) == (True, 0)
+    (_, compiled), _ = budget.run_bounded(
+        _compiled_in_child, (["re:^never_prepared$"],), time_limit_s=30, memory_mb=256
+    )
+    assert compiled == 1  # what the worker did not prepare, the child compiles

@@ -2,7 +2,7 @@
 page, its live JSON, `GET /api/groups/<id>/`, its timeline, its merged flamegraph and the
 whole-job compare ask the database as often for 300 ranks as for 10, and carry a page of
 ranks (profiles.jobs.bounds), the classes of ranks first; the UI asks for the rest.
-Timings are bench/bench_group_pages.py's, not these tests'."""
+Timings are bench/app/bench_group_pages.py's, not these tests'."""
 
 import json
 
@@ -162,8 +162,11 @@ def test_the_timeline_draws_a_page_of_ranks_on_the_jobs_clock_straggler_first(
     assert [r["name"] for r in one["ranks"]] == ["rank-7"] and one["page"]["total"] == 1
     named = _get(teammate_client, f"{url}?ranks=rank-299,rank-3")[0].json()
     assert [r["name"] for r in named["ranks"]] == ["rank-299", "rank-3"]
-    for bad in ("?class=2", "?ranks=rank-300", "?limit=129", "?offset=x"):
+    for bad in ("?class=x", "?ranks=" + "," * 128, "?limit=129", "?offset=x", "?limit=", "?class="):
         assert teammate_client.get(url + bad).status_code == 400, bad
+    # Well formed, but the capture has no such rank (404) or its report no such class (409).
+    assert teammate_client.get(url + "?ranks=rank-300").status_code == 404
+    assert teammate_client.get(url + "?class=2").status_code == 409
     small = _get(teammate_client, f"/api/groups/{jobs[10][1].pk}/timeline/")[0].json()
     assert [r["name"] for r in small["ranks"]] == [f"rank-{n}" for n in range(10)]
 

@@ -153,3 +153,40 @@ def test_the_last_rank_stored_makes_the_groups_stacks_and_failures_stay_on_their
     assert body["report_status"] == "stored" and body["stacks"]["verdict"] == verdict
     page = owner_client.get(f"/groups/{group_id}/")
     assert page.status_code == 200 and b"Whole-job dump" in page.content
+
+
+def test_a_hosts_ranks_ask_for_the_groups_report_once_and_keep_their_session_lead(
+    owner_client, hung_run, monkeypatch, django_capture_on_commit_callbacks
+):
+    from profiles.jobs import pipeline as group_pipeline
+    from profiles.jobs import report as group_report
+    from runs import remote
+
+    pids = sorted(hung_run.processes.values_list("pid", flat=True))
+    ready_after_s = 0.8
+
+    def fake_dump_many(target, asked, *, repeat, interval_s, native=True, start_at=None):
+        group = CaptureGroup.objects.get(pk=group_id)
+        ready = group.created_at.timestamp() + ready_after_s
+        return {pid: remote.PidDumps([remote.Dump(_py_spy_json(WAITING), start_at, True)],
+                                     ready_at=ready) for pid in asked}  # fmt: skip
+
+    asked = []
+    real_update = group_report.group_report_update
+
+    def counted(*, group_id):
+        asked.append(group_id)
+        return real_update(group_id=group_id)
+
+    monkeypatch.setattr(group_report, "group_report_update", counted)
+    monkeypatch.setattr(remote, "dump_many", fake_dump_many)
+    monkeypatch.setattr(enqueue, "group_enqueue", lambda *, group: None)
+    group_id = _ask(owner_client, hung_run, {"kind": "dump", "repeat": 1}).json()["id"]
+    ids = list(Capture.objects.filter(group_id=group_id).values_list("pk", flat=True))
+    host_id = Capture.objects.get(pk=ids[0]).host_id
+    with django_capture_on_commit_callbacks(execute=True):
+        group_pipeline.host_captures_execute(group_id=group_id, host_id=host_id, capture_ids=ids)
+    assert len(pids) == 4 and asked == [group_id]  # once for the host, not once a rank
+    assert CaptureGroup.objects.get(pk=group_id).stacks["verdict"]["kind"]
+    leads = [c.progress["dump_lead_s"] for c in Capture.objects.filter(group_id=group_id)]
+    assert leads == [pytest.approx(ready_after_s, abs=0.002)] * len(pids)

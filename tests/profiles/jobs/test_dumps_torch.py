@@ -1,4 +1,4 @@
-"""Real hung gloo jobs (bench/hang_train.py: DDP, a DataLoader with two worker
+"""Real hung gloo jobs (bench/targets/hang_train.py: DDP, a DataLoader with two worker
 processes), each dumped through the product — the API, a real worker, a real sshd on
 loopback, real py-spy — and checked against where the hang was planted:
 (a) a rank waits in its own code for a lock file, (b) a rank leaves its loop early and
@@ -27,13 +27,13 @@ from tests.support.sshd import ALIAS
 from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "hang_train.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "targets" / "hang_train.py"
 WORLD, BAD = 3, 2
 CASES = ("own_code", "skipped_collective", "loader_deadlock")
 
 
 def planted(marker: str) -> int:
-    """The line of bench/hang_train.py that carries `# marker`."""
+    """The line of bench/targets/hang_train.py that carries `# marker`."""
     lines = SCRIPT.read_text().splitlines()
     return next(n for n, line in enumerate(lines, 1) if f"# {marker}" in line)
 

@@ -33,7 +33,7 @@ LINE = re.compile(
 def test_eight_ranks_sample_in_one_window_on_make_runs_embedded_defaults(alone, tmp_path):
     outside = ("DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "FLAMEDECK_VAR_DIR")
     env = {k: v for k, v in os.environ.items() if k not in outside}
-    argv = [sys.executable, "bench/bench_group.py", "--embedded", "--sizes", "8", "--wait"]
+    argv = [sys.executable, "bench/app/bench_group.py", "--embedded", "--sizes", "8", "--wait"]
     with open(tmp_path / "stderr", "w+") as stderr:
         bench = subprocess.Popen(
             [*argv, "--duration", str(DURATION_S)],

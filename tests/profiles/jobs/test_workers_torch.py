@@ -1,5 +1,5 @@
 """A real gloo DDP job whose rank 1 waits for its DataLoader workers
-(bench/loader_job/train.py: 2 ranks, 2 workers each; rank 1's items run
+(bench/targets/loader_job/train.py: 2 ranks, 2 workers each; rank 1's items run
 `data.tokenize`), captured as a whole job through the product — the API, a real
 worker, a real sshd on loopback, real py-spy with the whole-job defaults (at 40 Hz) —
 while one of rank 1's workers is killed mid-capture and the rank starts new ones. The
@@ -28,7 +28,7 @@ from tests.support.sshd import ALIAS, free_port
 from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.services, pytest.mark.sshd, pytest.mark.django_db(transaction=True)]
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "loader_job" / "train.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "targets" / "loader_job" / "train.py"
 DURATION_S = 10
 RATE = 40  # more samples than the default 20 Hz: the share is compared within 10 points
 CLOCK = re.compile(
@@ -220,7 +220,7 @@ def test_rank_1s_workers_are_its_own_named_in_the_evidence_and_a_killed_one_cost
     window = {k: round(at - start, 1) for k, at in timeline.items()}
     window["end"] = rank1.progress["sampled_s"]
     # And the ones it started after the kill: the rank starts them within 0.3 s of it
-    # (bench/loader_job/train.py `respawn`; twice the rank died instead, its workers gone).
+    # (bench/targets/loader_job/train.py `respawn`; twice the rank died instead, its workers gone).
     log = rank1.log_file.read().decode(errors="replace")[-2000:] if rank1.log_file else ""
     assert killed in workers["pids"], (workers["pids"], window, log)
     assert set(workers["pids"]) - before, (workers["pids"], window, job.workers(), log)

@@ -1,9 +1,9 @@
-"""Real 4-rank PyTorch jobs with planted causes (tests/data/jobs, bench/record_jobs.py):
+"""Real 4-rank PyTorch jobs with planted causes (tests/data/jobs, bench/recorders/record_jobs.py):
 the report finds and names each cause, and reports nothing false.
 
 Each case is also checked whole against its reviewed `job.expected.json` (rewrite with
 FLAMEDECK_UPDATE_GOLDEN=1 after re-recording, then review the diff). The planted lines
-are found by their markers in bench/train.py: after editing it, re-record the jobs."""
+are found by their markers in bench/targets/train.py: after editing it, re-record the jobs."""
 
 from pathlib import Path
 
@@ -21,8 +21,8 @@ WAIT_RULES = {"straggler", "input_bound", "backpressure", "gil", "host_sync"}
 
 
 def planted(marker: str) -> int:
-    """The line of bench/train.py that carries `marker`."""
-    lines = (ROOT / "bench" / "train.py").read_text().splitlines()
+    """The line of bench/targets/train.py that carries `marker`."""
+    lines = (ROOT / "bench" / "targets" / "train.py").read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if f"# {marker}" in line)
 
 

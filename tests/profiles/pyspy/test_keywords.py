@@ -72,7 +72,7 @@ def test_a_frame_counts_for_the_category_of_the_first_keyword_that_matches_it():
 
 
 CAPTURED = [
-    # Stacks as py-spy 0.4 wrote them on this machine (bench/torch_target.py).
+    # Stacks as py-spy 0.4 wrote them on this machine (bench/targets/torch_target.py).
     "t (t.py:1);Queue.put (queue.py:149);Condition.notify (threading.py:369);"
     "pthread_cond_signal (libc.so.6) 1",
     "t (t.py:2);time_sleep (libpython3.11.so.1.0);pthread_cond_timedwait (libc.so.6);"

@@ -67,9 +67,9 @@ def test_a_significant_change_below_the_minimum_effect_does_not_move():
 
 
 def test_too_few_samples_are_said_and_nothing_is_judged():
-    result = judge(factories.state_stats(5000), factories.state_stats(300, host_sync=50))
+    result = judge(factories.state_stats(5000), factories.state_stats(200, host_sync=50))
     assert result["verdict"] == TOO_FEW and result["moved"] == []
-    assert "the capture has 300" in result["reason"] and "1000" in result["reason"]
+    assert "the capture has 200" in result["reason"] and "300" in result["reason"]
 
 
 def test_a_capture_without_states_has_no_state_rows():

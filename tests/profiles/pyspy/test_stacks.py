@@ -70,6 +70,7 @@ def test_a_rank_standing_in_its_own_code_while_the_others_wait_is_named_with_bot
         "3 dumps.",
         "user_frame": "wait_for_lock (train.py:62)",
         "state": "idle",
+        "framework_frame": None,  # no training framework on these stacks
     }
     assert [c["ranks"] for c in report["classes"]] == [["rank-0", "rank-1", "rank-3"], ["rank-2"]]
     assert problems(report, Stacks) == []
@@ -172,7 +173,8 @@ def test_a_python_only_stack_of_an_inactive_thread_is_idle_and_of_an_active_one_
 def test_empty_dumps_threads_and_stacks_give_an_unclear_verdict_not_an_error():
     assert analyze_stacks([]) == {
         "verdict": {"kind": "unclear", "odd": [], "user_frame": None, "state": None,
-                    "explanation": "No rank gave a dump with a thread in it: nothing to tell."},
+                    "explanation": "No rank gave a dump with a thread in it: nothing to tell.",
+                    "framework_frame": None},
         "classes": [],
         "ranks": [],
     }  # fmt: skip

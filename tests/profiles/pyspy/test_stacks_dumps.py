@@ -1,11 +1,12 @@
-"""Real hung 4-rank gloo DDP jobs (tests/data/dumps, bench/record_dumps.py): the whole-job
+"""Real hung 4-rank gloo DDP jobs (tests/data/dumps, bench/recorders/record_dumps.py): the whole-job
 dump names the planted rank and where it stands, and the recorded capture of the same
 hang (tests/data/jobs/hung) has a `stuck` finding and no straggler finding.
 
 Each case is also checked whole against its reviewed `stacks.expected.json` (rewrite with
 FLAMEDECK_UPDATE_GOLDEN=1 after re-recording, then review the diff). The planted lines
-are found by their markers in bench/hang_train.py: after editing it, re-record."""
+are found by their markers in bench/targets/hang_train.py: after editing it, re-record."""
 
+import json
 import random
 from pathlib import Path
 
@@ -25,8 +26,8 @@ CASES = ["own_code", "skipped_collective", "loader_deadlock", "progressing"]
 
 
 def marked(marker: str) -> str:
-    """`hang_train.py:N`, the line of bench/hang_train.py that carries `# marker`."""
-    lines = (ROOT / "bench" / "hang_train.py").read_text().splitlines()
+    """`hang_train.py:N`, the line of bench/targets/hang_train.py that carries `# marker`."""
+    lines = (ROOT / "bench" / "targets" / "hang_train.py").read_text().splitlines()
     return f"hang_train.py:{next(i for i, line in enumerate(lines, 1) if f'# {marker}' in line)}"
 
 
@@ -69,7 +70,10 @@ def test_a_hung_job_is_stuck_on_the_planted_rank_at_the_planted_line(case):
         f"rank-2 {'waits' if state == 'collective' else 'stands'}"
     )
     assert f"`{frame}`" in verdict["explanation"]
-    assert f"ranks 0-1, 3 wait in a collective at `{WAITING}`" in verdict["explanation"]
+    # DDP's all-reduce inside loss.backward(): the framework frame, then the user's line.
+    said = "ranks 0-1, 3 wait in a collective in `Tensor.backward` (DDP backward), called from"
+    assert f"{said} `{WAITING}`" in verdict["explanation"]
+    assert waiting_framework(report) == ("Tensor.backward", "DDP backward", False)
     waiting, odd = report["classes"]
     assert waiting["ranks"] == ["rank-0", "rank-1", "rank-3"] and not waiting["moving"]
     assert (odd["ranks"], odd["user_frame"], odd["moving"]) == (["rank-2"], frame, False)
@@ -106,4 +110,40 @@ def test_the_recorded_capture_of_the_hang_says_stuck_not_straggler():
     frame = f"wait_for_lock ({marked('HANG_OWN_CODE')})"
     assert stuck["ranks"] == ["rank-2"] and stuck["severity"] == "high"
     assert stuck["title"].startswith(f"rank-2 stands in `{frame}` (idle)")
-    assert f"collectives at `{WAITING}`" in stuck["advice"]
+    said = f"collectives in `Tensor.backward` (DDP backward), called from `{WAITING}`"
+    assert said in stuck["advice"], stuck["advice"]
+
+
+def waiting_framework(report) -> tuple[str, str, bool]:
+    found = report["classes"][0]["framework_frame"]
+    return found["function"], found["phase"], found["user_inside"]
+
+
+def ranks_with_full_filenames(case: str) -> list[tuple[str, list]]:
+    """The case's dumps as a py-spy that gives `filename` alone would write them."""
+    folder, ranks = DUMPS / case, []
+    for r in range(4):
+        dumps = []
+        for path in sorted(folder.glob(f"rank-{r}.*.json")):
+            doc = json.loads(path.read_text())
+            for frame in (f for thread in doc for f in thread["frames"]):
+                frame.pop("short_filename", None)
+            dumps.append(parse_dump(json.dumps(doc)))
+        ranks.append((f"rank-{r}", dumps))
+    return ranks
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_dumps_with_full_filenames_only_read_as_py_spys_short_names(case):
+    """No absolute file in the verdict, classes or ranks, and the very answer the dumps
+    with py-spy's `short_filename` give."""
+    report = analyze_stacks(ranks_with_full_filenames(case))
+    assert report == analyze_stacks(ranks_of(case))
+    assert "(/" not in json.dumps(report)
+
+
+def test_a_dump_and_a_record_of_the_hang_name_the_planted_frame_alike():
+    frame, _ = PLANTED["own_code"]
+    dumped = analyze_stacks(ranks_with_full_filenames("own_code"))["verdict"]
+    recorded = {f["rule"]: f for f in hung_report()["findings"]}["stuck"]
+    assert dumped["user_frame"] == frame and f"`{frame}`" in recorded["title"]

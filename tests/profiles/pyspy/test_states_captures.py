@@ -1,6 +1,6 @@
-"""Real captures with planted causes (bench/capture_states.sh): the states they must show.
+"""Real captures with planted causes (bench/recorders/capture_states.sh): the states they must show.
 
-bench/states_target.py plants each cause; lines are found by their `# MARKER` comment,
+bench/targets/states_target.py plants each cause; lines are found by their `# MARKER` comment,
 so a user caller names the very line that causes the state.
 """
 
@@ -13,7 +13,7 @@ from profiles.pyspy.states import STATES, node_states
 
 from .golden import DATA
 
-TARGET = Path(__file__).resolve().parents[3] / "bench" / "states_target.py"
+TARGET = Path(__file__).resolve().parents[3] / "bench" / "targets" / "states_target.py"
 
 
 def _line(marker: str) -> int:

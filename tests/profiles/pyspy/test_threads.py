@@ -105,6 +105,37 @@ def test_tables_name_each_frame_once_and_store_counts_as_pairs():
     ]
 
 
+def test_a_thread_subsets_states_carry_the_framework_frames_of_a_fresh_analysis():
+    # A real gloo rank: its backward runs under Tensor.backward (framework_rules.py's
+    # torch rows), called from the user's train_step.
+    profile = read_profile(DATA / "states_gloo_rank0_idle.txt")
+    tables = through_json(thread_tables(profile))
+    stats = combine_threads(tables, ["MainThread"])
+    rows = {s["state"]: s.get("framework_callers") for s in stats["states"]}
+    assert rows["compute"], rows
+    found = rows["compute"][0]
+    assert (found["function"], found["phase"], found["user_inside"]) == (
+        "Tensor.backward",
+        "backward",
+        False,
+    )
+    assert found["user_frame"].startswith("train_step (states_target.py:"), found
+    thread = stats["threads"][0]
+    assert any(s.get("framework_callers") for s in thread["states"])
+    assert stats == expected(profile, ["MainThread"], AnalysisOptions().keywords)
+
+
+def test_tables_stored_before_framework_frames_combine_without_them():
+    profile = read_profile(DATA / "states_gloo_rank0_idle.txt")
+    tables = through_json(thread_tables(profile))
+    del tables["framework_frames"]
+    for table in tables["threads"]:
+        del table["state_frameworks"]
+    stats = combine_threads(tables, ["MainThread"])
+    assert not any("framework_callers" in s for s in stats["states"])
+    assert sum(s["samples"] for s in stats["states"]) == stats["total_samples"] > 0
+
+
 def test_tables_stored_before_callers_existed_still_combine_with_empty_callers():
     profile = parse_raw_lines(["thread (1): a;main (m.py:1);cuSync (libcuda.so) 3"])
     tables = through_json(thread_tables(profile, KEYWORDS))

@@ -16,7 +16,7 @@ DOC = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
 ENGINE = ROOT / "profiles" / "pyspy"
 APPLIERS = [
     "findings", "straggler", "job", "stuck", "activity", "regression", "compare", "periodic",
-    "blocks", "lag",
+    "blocks", "lag", "device",
 ]  # fmt: skip
 """The modules that apply thresholds: none may define one of its own."""
 

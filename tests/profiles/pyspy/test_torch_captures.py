@@ -1,6 +1,6 @@
-"""Real PyTorch captures (bench/capture_torch.sh): the numbers an ML engineer acts on.
+"""Real PyTorch captures (bench/recorders/capture_torch.sh): the numbers an ML engineer acts on.
 
-bench/torch_target.py runs threads loader -> queue.Queue -> trainer (nn.Linear
+bench/targets/torch_target.py runs threads loader -> queue.Queue -> trainer (nn.Linear
 forward/backward, `.item()` per row at ROW_ITEMS), metrics (`.item()` at
 METRIC_ITEMS, then sleeps) and evaluator; py-spy 0.4 recorded it with --native.
 """
@@ -14,7 +14,7 @@ from profiles.pyspy import AnalysisOptions, Keyword, analyze, read_profile, to_f
 
 from .golden import DATA
 
-TARGET = Path(__file__).resolve().parents[3] / "bench" / "torch_target.py"
+TARGET = Path(__file__).resolve().parents[3] / "bench" / "targets" / "torch_target.py"
 CAPTURES = ["torch_native_idle.txt", "torch_native_gil.txt", "torch_speedscope.json"]
 
 

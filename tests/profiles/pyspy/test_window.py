@@ -106,9 +106,28 @@ def test_a_frame_name_is_carried_as_text_never_interpreted():
 def test_the_window_flamegraph_is_the_flamegraph_analyze_gives_the_window():
     _, capture = captured("periodic_eval")
     text = window_text(capture, 2.0, 6.5)
-    assert window_flamegraph(capture, 2.0, 6.5) == analyze(parse_profile_text(text))["flamegraph"]
+    found = window_flamegraph(capture, 2.0, 6.5)
+    assert _without_paths(found) == analyze(parse_profile_text(text))["flamegraph"]
+    # The window's text names frames short; its tree keeps the files the capture recorded.
+    assert "(/" not in text
+    paths = {n["name"]: n.get("path") for n in _nodes(found)}
+    assert paths["Thread._bootstrap (threading.py:995)"] == "/usr/lib/python3.11/threading.py"
+    assert paths["thread (28564): MainThread"] is None
     tree = window_flamegraph(capture, 2.0, 6.5, max_nodes=10)
     assert tree["value"] == analyze(parse_profile_text(text))["total_samples"]
+
+
+def _nodes(tree: dict) -> list[dict]:
+    found, stack = [], [tree]
+    while stack:
+        found.append(stack.pop())
+        stack += found[-1]["children"]
+    return found
+
+
+def _without_paths(node: dict) -> dict:
+    kept = {k: v for k, v in node.items() if k not in ("path", "children")}
+    return {**kept, "children": [_without_paths(c) for c in node["children"]]}
 
 
 def test_window_states_count_each_threads_states_like_analyze_does_on_the_window():

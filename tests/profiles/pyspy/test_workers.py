@@ -116,6 +116,23 @@ def test_a_comprehension_counts_as_its_function_and_the_fork_is_cut():
     assert (found["samples"], found["count"], found["pids"]) == (4, 1, [11])
 
 
+def test_workers_recorded_with_full_paths_are_named_as_py_spy_names_them_by_default():
+    """A speedscope recording keeps absolute files: the workers' function reads as the
+    raw record's would, and a package found installed by its path stays library code."""
+    lib, job = "/opt/venv/lib/python3.11", "/srv/job"
+    busy = (
+        f"{WORKER}thread (11): MainThread;<module> ({job}/train.py:9);train ({job}/train.py:40);"
+        f"BaseProcess._bootstrap ({lib}/multiprocessing/process.py:314);"
+        f"_worker_loop ({lib}/site-packages/torch/utils/data/_utils/worker.py:349);"
+        f"tokenize ({job}/data.py:20);encode ({lib}/site-packages/fasttok/core.py:7)"
+    )
+    found = worker_summary([f"{busy} 3"], rounds=3)
+    assert [(f["function"], f["frame"]) for f in found["functions"]] == [
+        ("tokenize (data.py)", "tokenize (data.py:20)")
+    ]
+    assert found["dataloader"] is True
+
+
 def test_a_command_line_with_a_newline_and_a_semicolon_stays_one_frame():
     raw = [
         'process 10:"python -c import x;',

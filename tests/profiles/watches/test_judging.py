@@ -93,11 +93,31 @@ def test_a_snoozed_watch_judges_but_opens_no_alert_until_the_snooze_ends(rank, w
     assert len(deliveries) == 1
 
 
-def test_too_few_samples_say_so_and_send_nothing(rank, watched):
-    capture, deliveries = judge_new(rank, total=400, host_sync=40)
+def test_too_few_samples_say_so_in_one_message_until_a_capture_is_judged_again(rank, watched):
+    capture, deliveries = judge_new(rank, total=200, host_sync=40)
     judgement = Judgement.objects.get(capture=capture)
-    assert judgement.verdict == "too few samples" and "400" in judgement.reason
-    assert deliveries == [] and not Alert.objects.exists()
+    assert judgement.verdict == "too few samples" and "200" in judgement.reason
+    assert not Alert.objects.exists() and len(deliveries) == 1
+    body = Delivery.objects.get(pk=deliveries[0]).body
+    assert judgement.reason in body and "minimum samples a side (now 300)" in body
+    assert judge_new(rank, total=250, host_sync=40)[1] == []  # said once, not at every capture
+    assert judge_new(rank, host_sync=3.1)[1] == []  # judged again: within noise
+    assert len(judge_new(rank, total=200, host_sync=40)[1]) == 1  # a new stretch: said again
+
+
+def test_a_watch_made_with_defaults_judges_a_default_capture(rank, watched):
+    """30 s at 20 Hz gives a step thread 600 samples: the default minimum lets it judge."""
+    assert watched.min_samples == 300
+    capture, _ = judge_new(rank, total=600, host_sync=40)
+    assert Judgement.objects.get(capture=capture).verdict == "changed"
+
+
+def test_a_watch_whose_baseline_was_deleted_says_so_once(rank, watched, baseline):
+    baseline.delete()
+    capture, deliveries = judge_new(rank, host_sync=3.1)
+    judgement = Judgement.objects.get(capture=capture)
+    assert judgement.verdict == "no baseline" and "baseline capture was deleted" in judgement.reason
+    assert len(deliveries) == 1 and judge_new(rank, host_sync=3.1)[1] == []
 
 
 def test_only_captures_of_the_watched_rank_after_the_baseline_are_judged(rank, watched):
@@ -139,3 +159,17 @@ def test_a_slow_drift_no_single_pair_shows_is_caught_by_the_series(rank):
     alerts = Alert.objects.filter(source="series")
     assert {(a.key, a.direction) for a in alerts} == {("state:data_wait", 1), ("state:compute", -1)}
     assert len(sent) == 1 and "shifted from" in Delivery.objects.get(pk=sent[0]).body
+
+
+def test_trimming_scheduled_captures_keeps_a_watchs_baseline(rank):
+    from profiles.jobs.services import scheduled_captures_trim
+    from profiles.models import Capture
+
+    stats = factories.state_stats(5000, host_sync=3.1)
+    made = [factories.capture(rank, stats, minutes_ago=100 - i, scheduled=True) for i in range(5)]
+    factories.watch(made[0])  # the oldest: first to go under the newest-N rule
+    rank.run.schedule_keep = 2
+    rank.run.save(update_fields=["schedule_keep"])
+    assert scheduled_captures_trim(run=rank.run) == 2
+    kept = set(Capture.objects.filter(run=rank.run).values_list("pk", flat=True))
+    assert kept == {made[0].pk, made[3].pk, made[4].pk}

@@ -111,8 +111,9 @@ def test_a_capture_without_idle_against_an_idle_baseline_is_not_judged(
     watch = all_roles_watch(baseline, receiver)
     relaunch(baseline.run)
     _, ids = record_group(monkeypatch, "straggler_noidle", run=baseline.run)
-    assert judge_and_send(ids) == [] and receiver.requests == []
+    assert len(judge_and_send(ids)) == 1 and len(receiver.requests) == 1  # one, not per rank
     reason = "not comparable: the baseline used --idle, this capture did not"
+    assert reason in receiver.accepted[0]["message"]
     judged = Judgement.objects.filter(watch=watch)
     assert {(j.verdict, j.reason) for j in judged} == {("not comparable", reason)}
     assert not watch.alerts.exists()
@@ -133,7 +134,8 @@ def test_the_api_makes_an_all_roles_watch_from_a_rank_of_a_whole_job_capture(
     assert made.status_code == 201, made.content
     assert made.json()["all_roles"] is True and made.json()["role"] == ""
     again = owner_client.post("/api/watches/", body, content_type="application/json")
-    assert again.status_code == 400 and "already watched" in again.json()["role"][0]
+    # The rank is watched already: its state refuses the request (409, docs/api.md).
+    assert again.status_code == 409 and "already watched" in again.json()["detail"], again.json()
 
 
 def test_an_all_roles_watch_refuses_a_single_capture_or_a_role(monkeypatch, owner_client):
@@ -141,10 +143,8 @@ def test_an_all_roles_watch_refuses_a_single_capture_or_a_role(monkeypatch, owne
     single = factories.capture(baseline.process, factories.state_stats(2000))
     post = lambda body: owner_client.post("/api/watches/", body, content_type="application/json")  # noqa: E731
     alone = post({"run": baseline.run_id, "all_roles": True, "baseline": single.pk})
-    assert (
-        alone.status_code == 400
-        and "not a rank of a whole-job capture" in alone.json()["baseline"][0]
-    )
+    assert alone.status_code == 409, alone.json()  # the baseline's state, not the body's shape
+    assert "not a rank of a whole-job capture" in alone.json()["detail"]
     with_role = post(
         {"run": baseline.run_id, "all_roles": True, "role": "rank-0", "baseline": baseline.pk}
     )

@@ -15,7 +15,7 @@ from tests.profiles.web.test_views import imported
 pytestmark = pytest.mark.django_db
 
 # The review's inputs and relatives: deep brackets, emphasis runs, nested quotes and
-# lists, link and image openers, tables, fences (bench/bench_hostile.py times them).
+# lists, link and image openers, tables, fences (bench/app/bench_hostile.py times them).
 PATHOLOGICAL = {
     "brackets": "[" * 19000,
     "stars": "*" * 19000,
