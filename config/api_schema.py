@@ -31,6 +31,7 @@ from drf_spectacular.plumbing import resolve_type_hint
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers
 
+from config.api_fields import NOT_BLANK
 from config.api_links import add_links
 
 TOKEN_SCHEME = "tokenAuth"  # noqa: S105 - the scheme's name, not a secret
@@ -85,7 +86,7 @@ class NameOrIdScheme(OpenApiSerializerFieldExtension):
 
     def map_serializer_field(self, auto_schema, direction) -> dict[str, Any]:
         name = {"type": "string", "minLength": 1, "maxLength": self.target.max_length}
-        name["pattern"] = r"^[^\x00]*\S[^\x00]*$"
+        name["pattern"] = NOT_BLANK  # white space spelled out: no `\S`, read two ways
         return {"oneOf": [name, {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}]}
 
 
@@ -259,7 +260,7 @@ def read_and_change(
 
 
 # --- answer shapes from the code's own types -----------------------------------------
-# The engine hands its JSON shapes over as TypedDicts (profiles/pyspy/types.py); `typed`
+# The engine hands its JSON shapes over as TypedDicts (profiles/pyspy/core/types.py); `typed`
 # turns one into a serializer for drf-spectacular, field by field from its type hints:
 # the fields, their types, enums (Literal, TextChoices), what may be null or missing,
 # nested shapes (components of their own). Only the words are written here: a field's

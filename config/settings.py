@@ -408,7 +408,7 @@ SPECTACULAR_SETTINGS = {
         "DumpKindEnum": "profiles.api.schema.DUMP_KIND",
         "RequestKindEnum": "runs.capture_settings.KINDS",
         "RunStatusEnum": "runs.models.Run.Status",
-        "ThreadStateEnum": "profiles.pyspy.states.STATES",
+        "ThreadStateEnum": "profiles.pyspy.STATES",
         "LagVerdictEnum": "profiles.api.schema.LAG_VERDICTS",
         "ChangeVerdictEnum": "profiles.api.schema.CHANGE_VERDICTS",
         "StacksKindEnum": "profiles.api.schema.STACKS_KINDS",

@@ -77,14 +77,14 @@ class CaptureGroup(models.Model):
     hosts_total = models.PositiveIntegerField(default=0)
     hosts_settled = models.PositiveIntegerField(default=0)
     start_by = models.DateTimeField(null=True, blank=True)
-    # The whole-job report (profiles/pyspy/job.py: ranks, straggler, classes, findings),
+    # The whole-job report (profiles/pyspy/job/report.py: ranks, straggler, classes, findings),
     # computed from the ranks' stored stats once every rank has ended; null before.
     job_report = models.JSONField(null=True, blank=True, editable=False)
     # Why the report could not be computed (the exception, one line); the report is
     # then "failed" rather than pending for ever, and the catch-up leaves it alone.
     report_error = models.TextField(blank=True, editable=False)
     # A whole-job dump ("Dump all ranks"): `py-spy dump` of every rank, `dump_repeat`
-    # times `dump_interval_s` apart; `stacks` (profiles/pyspy/stacks.py: the verdict and
+    # times `dump_interval_s` apart; `stacks` (profiles/pyspy/job/dump_verdict.py: the verdict and
     # the classes of ranks) is computed once, when the last rank's dumps are stored.
     kind = models.CharField(
         max_length=10,
@@ -236,11 +236,11 @@ class Capture(models.Model):
     flamegraph_file = models.FileField(
         upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
     )
-    # per-thread counts (profiles.pyspy.threads), so a thread filter never re-reads raw
+    # per-thread counts (profiles.pyspy.count.thread_tables), so a thread filter never re-reads raw
     threads_file = models.FileField(
         upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300
     )
-    # when each sample was taken (profiles.pyspy.timetrack): each thread's samples in
+    # when each sample was taken (profiles.pyspy.formats.time_track): each thread's samples in
     # order as lines of raw_file, on the host's clock; empty when the capture has no time
     time_file = models.FileField(
         upload_to=_capture_path, storage=artifact_storage, blank=True, max_length=300

@@ -323,7 +323,7 @@ def run_processes_check(request, pk: int):
 def register(request):
     """A launcher's rank attaches itself: `{run: name, host: name, pid, role, launch,
     layout}` (`launch`: optional, the launch's key, see runs.launches; `layout`:
-    optional, its place in the job's parallel layout, profiles.pyspy.layout). The PID
+    optional, its place in the job's parallel layout, profiles.pyspy.job.layout). The PID
     is checked on its host first: one that does not run there is a 400; one whose host
     cannot be asked is attached with `"alive": null` and a `warning`."""
     body = schema.RegisterRequestSerializer(data=request.data)

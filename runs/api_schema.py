@@ -26,10 +26,10 @@ from config.api_schema import (
     read_and_change,
     typed,
 )
-from profiles.pyspy.layout import AXES, MAX_AXES, MAX_COORDINATE, layout_problem
+from profiles.pyspy.job import AXES, MAX_AXES, MAX_COORDINATE, layout_problem
 
 from .capture_serializers import RememberedSettingsSerializer
-from .remote.model import Cause, HostCheck, ProcessInfo
+from .remote.model import CHECK_BUDGET_S, Cause, HostCheck, ProcessInfo
 
 HOSTS, RUNS = ["hosts"], ["runs"]
 
@@ -122,7 +122,7 @@ def shown_host(host_serializer: type[serializers.ModelSerializer]):
 
 class _Layout(StrictJSON, serializers.Serializer):
     """A rank's place in the job's parallel layout: known axes only, at most MAX_AXES
-    (profiles.pyspy.layout.layout_problem, the one rule)."""
+    (profiles.pyspy.job.layout.layout_problem, the one rule)."""
 
     closed = True
     max_properties = MAX_AXES
@@ -321,8 +321,10 @@ def host_detail(host_serializer):
 host_check = extend_schema(
     summary="Test the connection",
     description="ssh, py-spy's path and version, the uid, ptrace_scope, whether py-spy "
-    "can attach, and the Python processes (RANK/LOCAL_RANK/WORLD_SIZE when readable). "
-    "Failures come inside the answer (`cause`, `error`), not as an error status.",
+    "can attach, and the Python processes (RANK/LOCAL_RANK/WORLD_SIZE when readable), "
+    f"in one session: the answer comes within {CHECK_BUDGET_S:g} s whatever the host does. "
+    "Failures come inside the answer (`cause`, `error`), not as an error status; a check "
+    "that ran out of time names the step it was at and the fix.",
     request=None,
     responses={200: HostCheckSerializer, **errors(400, 401, 403, 404)},
     tags=HOSTS,

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.deconstruct import deconstructible
 
 from config.params import pid_validators
-from profiles.pyspy.layout import AXES
+from profiles.pyspy.job import AXES
 from runs.remote import model as remote_checks
 
 MAX_LIBRARY_ENTRIES, MAX_LIBRARY_ENTRY = 200, 300
@@ -190,7 +190,7 @@ class Run(models.Model):
         max_length=200, null=True, blank=True, unique=True, editable=False
     )
     # Code that is not the team's own, beyond the standard library and well-known
-    # packages: one package name or path prefix per line (profiles/pyspy/usercode.py).
+    # packages: one package name or path prefix per line (profiles/pyspy/rules/user_code.py).
     library_paths = models.TextField(
         blank=True,
         validators=[validate_library_paths],
@@ -199,7 +199,7 @@ class Run(models.Model):
     )
 
     # The threads that run the training step, when the whole-job report should not
-    # guess them (profiles/pyspy/findings.py step_threads): names or tids.
+    # guess them (profiles/pyspy/rules/step_threads.py): names or tids.
     step_threads = models.CharField(
         max_length=300,
         blank=True,
@@ -274,7 +274,7 @@ class RunProcess(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
     # Its place in the job's parallel layout, as the rank registered it ({"dp": 7,
-    # "pp": 3}; profiles.pyspy.layout); None when not known.
+    # "pp": 3}; profiles.pyspy.job.layout); None when not known.
     layout = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:

@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from profiles.pyspy import redaction
+from profiles.pyspy import formats as redaction
 
 from . import own_processes
 

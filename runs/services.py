@@ -264,7 +264,7 @@ def run_register(
     A run is the job across its launches (runs.launches): `launch` is the key the
     rank sent; a role the run already has from another PID retires that process when
     it has exited (asked on its host first) or belongs to another launch. `layout`:
-    the rank's place in the job's parallel layout (profiles.pyspy.layout), validated
+    the rank's place in the job's parallel layout (profiles.pyspy.job.layout), validated
     by the caller.
     """
     pid, role = parse_pid(pid), role.strip()[:100]

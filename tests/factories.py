@@ -252,7 +252,7 @@ def thread_tree(threads: dict[str, dict[str, int]]) -> dict:
 
 
 def dump_thread(frames: list[str], *, name: str = "MainThread", tid: int = 1, active=False):
-    """One thread of a parsed `py-spy dump` (profiles.pyspy.dump): `frames` innermost
+    """One thread of a parsed `py-spy dump` (profiles.pyspy.formats.dump): `frames` innermost
     first, each `name (file:line)`."""
     parsed = []
     for text in frames:
@@ -303,8 +303,8 @@ def timed_capture(
     timeline aligns ranks with; without `idle` the samples carry no time (py-spy would
     have dropped blocked threads')."""
     from profiles.captures.analysis import capture_analyze
-    from profiles.pyspy.split import split_speedscope
-    from profiles.pyspy.timetrack import track_json
+    from profiles.pyspy.formats.split import split_speedscope
+    from profiles.pyspy.formats.time_track import track_json
     from profiles.storage.files import capture_store_outputs
     from tests.profiles.pyspy.timeline_data import TIMELINE
 

@@ -331,7 +331,7 @@ def _true_skew(group) -> float | None:
     """The spread of the ranks' first kept samples on this machine's clock (each time
     track's `start` plus its host's clock offset); None when a done rank has no track."""
     from profiles.pyspy import ProfileError
-    from profiles.pyspy.timetrack import load_track
+    from profiles.pyspy.formats.time_track import load_track
 
     starts = []
     for capture in group.captures.filter(status="done").only("time_file", "progress"):

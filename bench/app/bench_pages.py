@@ -102,7 +102,7 @@ DUMP_RANKS = 1024
 def make_dump_group():
     """A whole-job dump of DUMP_RANKS ranks: the real dumps of the 4-rank own_code hang,
     rank r taking rank r % 4's dumps (so a quarter stand apart, in `wait_for_lock`)."""
-    from profiles.pyspy.dump import parse_dump
+    from profiles.pyspy.formats.dump import parse_dump
     from runs.models import Run
     from tests import factories
 

@@ -18,7 +18,7 @@ of the absolute errors and the share within 100 ms.
 
 Run (root, the torch venv in .torchenv or TORCH_PYTHON):
     .venv/bin/python bench/app/bench_timeline_clock.py [--ranks 4] [--duration 40] [--rate 50]
-        [--formats speedscope,chrometrace] [--json]
+        [--formats speedscope,chrometrace] [--subprocesses] [--json]
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ import django  # noqa: E402
 django.setup()
 
 from profiles.captures.timekeeping import timed_result  # noqa: E402
-from profiles.pyspy.timed import TimedCapture, with_states  # noqa: E402
-from profiles.pyspy.timeline import timeline  # noqa: E402
-from profiles.pyspy.timetrack import load_track  # noqa: E402
+from profiles.pyspy.formats.time_track import load_track  # noqa: E402
+from profiles.pyspy.timed.timed_capture import TimedCapture, with_states  # noqa: E402
+from profiles.pyspy.timed.timeline import timeline  # noqa: E402
 from runs.remote.many import record_many  # noqa: E402
 from runs.remote.model import RecordResult, RecordSettings, Target  # noqa: E402
 
@@ -88,11 +88,13 @@ class _Session:
         return []
 
 
-def record(pids: list[int], fmt: str, duration: float, rate: int, native: bool) -> dict:
+def record(
+    pids: list[int], fmt: str, duration: float, rate: int, native: bool, subprocesses: bool = False
+) -> dict:
     """Each pid's RecordResult, recorded at once from an instant 2 s ahead."""
     settings = RecordSettings(
         duration_s=duration, rate=rate, native=native, threads=True, idle=True, gil=False,
-        nonblocking=False, subprocesses=False, format=fmt, gpu=False,
+        nonblocking=False, subprocesses=subprocesses, format=fmt, gpu=False,
     )  # fmt: skip
     target = Target(transport="local", py_spy=PYSPY)
     outcome = record_many(target, pids, settings, _Session(), start_at=time.time() + 2.0)
@@ -190,7 +192,7 @@ def summary(found: list[dict]) -> dict:
 
 
 def measure(pids: list[int], clock: Path, fmt: str, args: argparse.Namespace) -> dict:
-    results = record(pids, fmt, args.duration, args.rate, args.native)
+    results = record(pids, fmt, args.duration, args.rate, args.native, args.subprocesses)
     evaluations = [json.loads(line) for line in clock.read_text().splitlines() if line]
     found, per_rank = [], {}
     for rank, pid in enumerate(pids):
@@ -210,6 +212,7 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=200)
     parser.add_argument("--formats", default="speedscope,chrometrace")
     parser.add_argument("--no-native", dest="native", action="store_false")
+    parser.add_argument("--subprocesses", action="store_true", help="as a whole job records")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     formats = args.formats.split(",")

@@ -294,8 +294,8 @@ def analysed(doc: str, start: float, seconds: float) -> dict[str, Any]:
 
     from profiles import pyspy
     from profiles.captures.analysis import engine_outputs, timed_outputs
-    from profiles.pyspy.split import split_speedscope
-    from profiles.pyspy.timetrack import track_json
+    from profiles.pyspy.formats.split import split_speedscope
+    from profiles.pyspy.formats.time_track import track_json
 
     split = split_speedscope(doc, start=start, end=start + seconds, rate=RATE, idle=True)
     options = pyspy.AnalysisOptions(
@@ -361,9 +361,9 @@ def without_effects(stats: dict[str, Any]) -> dict[str, Any]:
 
 def judged(before: dict[str, Any], after: dict[str, Any]) -> tuple[set[str], set[str]]:
     """(state rows compare_stats calls a real change, rows the watch's judge moved)."""
-    from profiles.pyspy.comparable import pair_views
-    from profiles.pyspy.compare import REAL_CHANGE, compare_stats
-    from profiles.pyspy.regression import judge
+    from profiles.pyspy.compare.captures import REAL_CHANGE, compare_stats
+    from profiles.pyspy.compare.comparable import pair_views
+    from profiles.pyspy.compare.regression import judge
 
     compared = compare_stats(before, after)
     real = {r["name"] for r in compared["states"] if r["verdict"] == REAL_CHANGE}

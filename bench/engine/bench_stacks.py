@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from profiles.pyspy.dump import parse_dump  # noqa: E402
-from profiles.pyspy.stacks import analyze_stacks  # noqa: E402
+from profiles.pyspy.formats.dump import parse_dump  # noqa: E402
+from profiles.pyspy.job.dump_verdict import analyze_stacks  # noqa: E402
 
 
 def load(case: str, rank: int, dumps: int) -> list[list[dict]]:

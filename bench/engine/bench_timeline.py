@@ -37,13 +37,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from profiles.pyspy import AnalysisOptions, analyze, parse_profile_text  # noqa: E402
-from profiles.pyspy.design import design_effects  # noqa: E402
-from profiles.pyspy.periodic import periodic_stalls  # noqa: E402
-from profiles.pyspy.split import split_speedscope  # noqa: E402
-from profiles.pyspy.timed import TimedCapture, with_states  # noqa: E402
-from profiles.pyspy.timeline import timeline  # noqa: E402
-from profiles.pyspy.timetrack import load_track, track_json  # noqa: E402
-from profiles.pyspy.window import window_flamegraph, window_text  # noqa: E402
+from profiles.pyspy.formats.split import split_speedscope  # noqa: E402
+from profiles.pyspy.formats.time_track import load_track, track_json  # noqa: E402
+from profiles.pyspy.timed.design_effects import design_effects  # noqa: E402
+from profiles.pyspy.timed.periodic_stalls import periodic_stalls  # noqa: E402
+from profiles.pyspy.timed.timed_capture import TimedCapture, with_states  # noqa: E402
+from profiles.pyspy.timed.timeline import timeline  # noqa: E402
+from profiles.pyspy.timed.window import window_flamegraph, window_text  # noqa: E402
 
 MODULE = "torch/nn/modules/module.py"
 OPS = [
@@ -381,10 +381,10 @@ def window_stats(raw_gz: bytes, track_gz: bytes, begin: float, end: float) -> di
 CHILD = """
 import gzip, resource, sys
 sys.path.insert(0, {root!r})
-from profiles.pyspy.timed import TimedCapture
-from profiles.pyspy.timeline import timeline
-from profiles.pyspy.timetrack import load_track
-from profiles.pyspy.window import window_flamegraph
+from profiles.pyspy.timed.timed_capture import TimedCapture
+from profiles.pyspy.timed.timeline import timeline
+from profiles.pyspy.formats.time_track import load_track
+from profiles.pyspy.timed.window import window_flamegraph
 raw = gzip.decompress(open({raw!r}, "rb").read()).decode()
 capture = TimedCapture(raw, load_track(open({track!r}, "rb").read()))
 timeline(capture)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from profiles.pyspy.changepoint import series_shifts  # noqa: E402
-from profiles.pyspy.regression import JudgeOptions, judge  # noqa: E402
+from profiles.pyspy.compare.regression import JudgeOptions, judge  # noqa: E402
+from profiles.pyspy.stats.change_points import series_shifts  # noqa: E402
 from tests.support import watch_sim  # noqa: E402
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from profiles.pyspy.workers import split_processes, worker_summary  # noqa: E402
+from profiles.pyspy.job.loader_workers import split_processes, worker_summary  # noqa: E402
 from tests.support.sshd import free_port  # noqa: E402
 
 JOB = ROOT / "bench" / "targets" / "loader_job" / "train.py"

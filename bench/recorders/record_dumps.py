@@ -6,7 +6,8 @@ says `ready` and the bad rank says `hung`, lets the hang settle, then runs
 `py-spy dump --json --native --pid PID` on every rank, DUMPS times --interval seconds
 apart (the ranks of one round one after another, as a whole-job dump does), and keeps
 each dump as py-spy wrote it: `<case>/rank-<r>.<k>.json`. Review the files, then
-rewrite the goldens with FLAMEDECK_UPDATE_GOLDEN=1 (tests/profiles/pyspy/test_stacks_dumps.py).
+rewrite the goldens with FLAMEDECK_UPDATE_GOLDEN=1
+(tests/profiles/pyspy/job/test_dump_verdict_captures.py).
 
     .venv/bin/python bench/recorders/record_dumps.py [CASE ...] [--interval 1] [--settle 3]
 

@@ -1,7 +1,7 @@
 """The OpenAPI description of the capture, group and compare endpoints: answer shapes
 and one `extend_schema` decorator per view.
 
-The analysis's shapes are the engine's own TypedDicts (profiles/pyspy/types.py),
+The analysis's shapes are the engine's own TypedDicts (profiles/pyspy/core/types.py),
 turned into components by `config.api_schema.typed`: only their words are written here,
 for the fields whose TypedDict has no docstring. The rest are the dashboard's answers
 (views and selectors build them as plain dicts), written as serializers with their
@@ -37,11 +37,10 @@ from config.api_schema import (
 from profiles.captures.timelines import MIN_WINDOW_S
 from profiles.jobs import bounds
 from profiles.models import Capture, CaptureGroup
+from profiles.pyspy import STATES, Sandwich
 from profiles.pyspy import compare as comparing
-from profiles.pyspy import types
-from profiles.pyspy import workers as rank_workers
-from profiles.pyspy.sandwich import Sandwich
-from profiles.pyspy.states import STATES
+from profiles.pyspy import job as rank_workers
+from profiles.pyspy.core import types
 from profiles.watches.api_schema import ShareSideSerializer  # noqa: F401 - ShareRow uses it
 from runs import capture_settings
 from runs.capture_serializers import SettingsAnswerSerializer
@@ -815,7 +814,7 @@ class LiveRankSerializer(s.Serializer):
 
     name = s.CharField(help_text="The rank.")
     step_threads = s.ListField(child=s.CharField(), help_text="Its step threads' names.")
-    detected_by = s.CharField(help_text="How they were found (findings.step_threads, peers).")
+    detected_by = s.CharField(help_text="How they were found (rules.step_threads, peers).")
     samples = s.IntegerField(help_text="Their samples.")
     states = shape_of(types.StateStat)(
         many=True, help_text="States with samples, each with its top call site."

@@ -40,7 +40,7 @@ from profiles.jobs import roster
 from profiles.jobs import timeline as job_timeline
 from profiles.jobs.bounds import RANKS_PER_PAGE, TIMELINE_MAX_RANKS
 from profiles.models import Capture, CaptureGroup
-from profiles.pyspy import types
+from profiles.pyspy.core import types
 
 TIME = ["time"]
 FrameStatSerializer = shape_of(types.FrameStat)
@@ -50,7 +50,7 @@ BUCKET = {"minimum": 0.01, "maximum": 3600.0}
 SECONDS = {"minimum": 0.0, "maximum": 86400.0}
 
 
-# The answer shapes come from the engine's types (profiles.pyspy.types), described here.
+# The answer shapes come from the engine's types (profiles.pyspy.core.types), described here.
 THREAD = {"name": "The thread's name (untrusted text).", "tid": "Its OS thread id."}
 TimelineThreadSerializer = typed(
     types.TimelineThread,

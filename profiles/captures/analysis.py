@@ -28,14 +28,16 @@ from profiles.captures.lifecycle import (
     capture_claim_analysis,
 )
 from profiles.models import Capture, KeywordSet
-from profiles.pyspy.design import design_effects
-from profiles.pyspy.device import device_findings
-from profiles.pyspy.findings import capture_threads, pool, step_threads
-from profiles.pyspy.periodic import periodic_stalls
-from profiles.pyspy.reading import read_text
-from profiles.pyspy.timed import TimedCapture, with_states
-from profiles.pyspy.timeline import default_bucket
-from profiles.pyspy.timetrack import load_track, track_json
+from profiles.pyspy.formats import load_track, read_text, track_json
+from profiles.pyspy.rules import capture_threads, pool, step_threads
+from profiles.pyspy.timed import (
+    TimedCapture,
+    default_bucket,
+    design_effects,
+    device_findings,
+    periodic_stalls,
+    with_states,
+)
 from profiles.signals import capture_analysed
 from profiles.storage.files import (
     export_bytes,
@@ -209,7 +211,7 @@ def timed_outputs(
     """A capture's time (run in the budget's child, after engine_outputs): the summary
     stored in stats["time"], its periodic stalls and device findings, and the track with
     each record's state, so timelines and windows never classify again. With `device`
-    (the capture's gpu_samples) the summary holds `device` (profiles.pyspy.device),
+    (the capture's gpu_samples) the summary holds `device` (profiles.pyspy.timed.device),
     which the caller stores as stats["device"]."""
     track = load_track(Path(track_path).read_bytes(), "the time track")
     if not track.exact:

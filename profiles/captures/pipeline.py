@@ -187,7 +187,7 @@ def _own_process_refusal(capture: Capture) -> str | None:
     return None
 
 
-def _record_settings(capture: Capture, **changes: bool) -> "remote.RecordSettings":
+def record_settings_of(capture: Capture, **changes: bool) -> "remote.RecordSettings":
     """py-spy's settings for `capture`: its own, in the format that keeps time, with
     `changes` (a record taken again: `native=False`, `subprocesses=False`)."""
     return remote.RecordSettings.of(
@@ -197,7 +197,7 @@ def _record_settings(capture: Capture, **changes: bool) -> "remote.RecordSetting
 
 def _execute_record(capture: Capture) -> str:
     try:
-        result, progress = _record_once(capture, _record_settings(capture))
+        result, progress = _record_once(capture, record_settings_of(capture))
     except remote.RemoteError as exc:
         result, progress = exc, _Progress(capture)
     change, why = record_again(capture, result, progress.span) or ({}, None)
@@ -206,7 +206,7 @@ def _execute_record(capture: Capture) -> str:
         # crashed sampling the children): record the same span again without it rather
         # than keep an empty or gutted capture, or none.
         try:
-            result, progress = _record_once(capture, _record_settings(capture, **change))
+            result, progress = _record_once(capture, record_settings_of(capture, **change))
         except remote.RemoteError as exc:
             why["retry_error"] = exc.message
     if isinstance(result, remote.RemoteError):

@@ -9,7 +9,7 @@ frame, count and thread stays as it was.
 
 Every page, JSON answer and download that carries frame names or command lines of
 captures passes its data through `for_viewer` (or, streamed, `download`): the one gate,
-deciding with `hides_server_details` and hiding with `profiles.pyspy.redaction`.
+deciding with `hides_server_details` and hiding with `profiles.pyspy.formats.redaction`.
 tests/test_redaction_walk.py walks every URL to keep it so.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 from profiles.models import Capture
-from profiles.pyspy import redaction
+from profiles.pyspy import formats as redaction
 from runs.permissions import can_administer_hosts
 
 HIDDEN = redaction.HIDDEN

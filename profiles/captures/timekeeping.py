@@ -1,7 +1,7 @@
 """Captures keep time: py-spy records `--format speedscope` (each thread's samples in
 order), and the worker splits what it wrote into the raw text that is stored and
-analysed as before (every aggregate the same) and a time track (profiles.pyspy.split,
-profiles.pyspy.timetrack) on the host's clock.
+analysed as before (every aggregate the same) and a time track (profiles.pyspy.formats.split,
+profiles.pyspy.formats.time_track) on the host's clock.
 
 The clock comes from the host, over the record's own SSH session (runs.remote.guard):
 `sampling_at`, when py-spy said it samples, and `ended_at`, when it stopped, both read
@@ -20,9 +20,7 @@ from typing import Any
 
 from profiles import pyspy
 from profiles.models import Capture
-from profiles.pyspy.chrometrace import chrometrace_samples, is_chrometrace
-from profiles.pyspy.split import split_speedscope
-from profiles.pyspy.timetrack import track_json
+from profiles.pyspy.formats import chrometrace_samples, is_chrometrace, split_speedscope, track_json
 
 log = logging.getLogger(__name__)
 _WROTE = re.compile(r"Samples: (\d+) Errors: \d+")
@@ -31,18 +29,25 @@ _WROTE = re.compile(r"Samples: (\d+) Errors: \d+")
 # order of each thread's samples; the stored raw text is split from it. A record with
 # `--idle` (and without `--gil`) asks for chrometrace instead (RECORD_FORMAT_TIMED): it
 # stamps each change of stack with py-spy's own clock, so its rounds are placed where
-# they were taken, not linearly (profiles.pyspy.chrometrace; bench/app/bench_timeline_clock.py).
-# Not with `--subprocesses` (a whole job's default): a chrometrace never says when a
-# thread or a process ended, so a DataLoader worker that died or was replaced would keep
-# its last stack to the end, and the workers' shares drifted 12-14 points from the job's
-# own clock (tests/profiles/jobs/test_workers_torch.py); speedscope keeps them exact.
+# they were taken, not linearly (profiles.pyspy.formats.chrometrace;
+# bench/app/bench_timeline_clock.py).
+# With `--subprocesses` too (a whole job's default), measured on py-spy 0.4.3: its
+# chrometrace keys a thread by its pthread handle, which a forked DataLoader worker's
+# MainThread shares with the rank's, so the two are written turn about in every round
+# and the rank's next sample says when a worker was gone (within one round). Read by
+# (pid, tid) as before, a killed worker kept its last stack to the end and the workers'
+# tokenize share was 7-12 points off the job's own clock; read so, it is within 1 on
+# the same three recordings (speedscope's, taken at once, within 2), and every thread's
+# samples add up to py-spy's `Samples: N` (tests/profiles/jobs/test_workers_torch.py,
+# tests/profiles/captures/test_timeline_clock.py). A child whose handle no other thread
+# takes (spawned, not forked) still keeps its last stack to the end.
 RECORD_FORMAT = "speedscope"
 RECORD_FORMAT_TIMED = "chrometrace"
 
 
 def record_format(capture: Capture) -> str:
     """The `--format` a capture records with (above)."""
-    timed = capture.idle and not capture.gil and not capture.subprocesses
+    timed = capture.idle and not capture.gil
     return RECORD_FORMAT_TIMED if timed else RECORD_FORMAT
 
 
@@ -112,11 +117,14 @@ def _chrometrace_result(capture: Capture, result: Any) -> tuple[Any, str | None]
     label = f"capture {capture.pk}"
     spawned, window = spawned_at(facts), window_at(facts)
     # A scheduled window is stopped by the host at its end: py-spy writes after that.
+    # What py-spy sampled before the window is cut here, where each thread's rounds are
+    # known (one that ended before the window keeps none).
     stopped = window + capture.duration - spawned if spawned and window else None
     try:
         samples = chrometrace_samples(
             result.raw, rate=capture.rate, label=label, stopped_s=stopped,
             samples_reported=int(reported.group(1)) if reported else None,
+            window_s=window - spawned if spawned and window else None,
         )  # fmt: skip
     except pyspy.ProfileError as exc:
         log.warning("%s: chrometrace kept as written (%s)", label, exc)
@@ -127,7 +135,7 @@ def _chrometrace_result(capture: Capture, result: Any) -> tuple[Any, str | None]
     try:
         split = split_speedscope(
             samples.speedscope, start=start or 1.0, end=end if spawned else start + 1.0,
-            rate=capture.rate, idle=True, label=label, window_from=window,
+            rate=capture.rate, idle=True, label=label,
             times=[t - first for t in samples.times],
         )  # fmt: skip
     except pyspy.ProfileError as exc:

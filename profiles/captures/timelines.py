@@ -3,7 +3,7 @@
 whole-job capture's ranks on one clock (profiles.jobs.timeline) read each rank here.
 
 They read what the analysis stored: the time track, which holds each record's state
-(profiles.pyspy.timed.with_states), so nothing is classified again here and a timeline
+(profiles.pyspy.timed.timed_capture.with_states), so nothing is classified again here and a timeline
 reads no raw text; a window reads the raw text too, for its frames.
 A window's findings and top frames are an analysis of their own: they run in the
 budget's child process, bounded like every analysis (`window_analysis`).
@@ -18,12 +18,16 @@ from django.conf import settings
 from profiles import pyspy
 from profiles.captures import budget
 from profiles.models import Capture
-from profiles.pyspy.device import device_window, timeline_device
-from profiles.pyspy.reading import read_text
-from profiles.pyspy.timed import TimedCapture
-from profiles.pyspy.timeline import timeline
-from profiles.pyspy.timetrack import TimeUnavailable, load_track
-from profiles.pyspy.window import window_flamegraph, window_states, window_text
+from profiles.pyspy.formats import TimeUnavailable, load_track, read_text
+from profiles.pyspy.timed import (
+    TimedCapture,
+    device_window,
+    timeline,
+    timeline_device,
+    window_flamegraph,
+    window_states,
+    window_text,
+)
 from profiles.storage.files import local_copy
 
 # A window is at least this long: shorter ones hold a handful of samples per thread.
@@ -58,7 +62,7 @@ def timed_capture(capture: Capture, *, text: bool = True) -> TimedCapture:
 
 def capture_timeline(capture: Capture, bucket_s: float | None) -> dict[str, Any]:
     """The timeline, with the rank's device on the same buckets (`device`, None when no
-    GPU was sampled: profiles.pyspy.device.timeline_device)."""
+    GPU was sampled: profiles.pyspy.timed.device.timeline_device)."""
     line = dict(timeline(timed_capture(capture, text=False), bucket_s))
     line["device"] = timeline_device(capture.gpu_samples, line)
     return line

@@ -2,7 +2,7 @@
 
 `GET /api/compare/groups/?a=&b=` and the page `/compare/groups/?a=&b=` both take their
 numbers from `group_comparison()`, which hands the two stored job reports and each
-rank's stored step-thread functions to the engine (profiles.pyspy.job_compare). Of the
+rank's stored step-thread functions to the engine (profiles.pyspy.compare.jobs). Of the
 two, the earlier is `a` (before) and the later `b` (after), whatever order the URL gives.
 Only the stats' `step_threads` and `thread_functions` are read, never raw samples.
 """
@@ -26,7 +26,11 @@ from profiles.captures import redact
 from profiles.compare import groups_schema as schema
 from profiles.jobs import bounds, roster
 from profiles.models import Capture, CaptureGroup
-from profiles.pyspy.job_compare import compare_jobs, compared_classes, rank_functions
+from profiles.pyspy.compare import (
+    compare_jobs,
+    compared_classes,
+    rank_functions,
+)
 
 
 class Incomparable(ValueError):

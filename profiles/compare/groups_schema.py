@@ -1,5 +1,5 @@
 """OpenAPI description of the whole-job compare (`GET /api/compare/groups/`): the
-engine's rows (profiles/pyspy/job_compare.py) by `config.api_schema.typed`, and the
+engine's rows (profiles/pyspy/compare/jobs.py) by `config.api_schema.typed`, and the
 few dicts around them that no type names."""
 
 import typing
@@ -17,13 +17,13 @@ from profiles.api.schema import (
 )
 from profiles.jobs import bounds
 from profiles.pyspy import compare as comparing
-from profiles.pyspy import job_compare, types
+from profiles.pyspy.core import types
 
 Verdict = comparing.Verdict  # job_compare types its verdicts as str: share_row's
 SEVERITY = typing.get_type_hints(types.Finding)["severity"]
 
 typed(
-    job_compare.StateChange,
+    comparing.StateChange,
     {
         "state": "A thread state.",
         "a_percent": "Share of step-thread samples before.",
@@ -35,7 +35,7 @@ typed(
     hints={"state": State, "verdict": Verdict},
 )
 typed(
-    job_compare.RoleChange,
+    comparing.RoleChange,
     {
         "role": "The rank's role (rank-3), the same in both captures.",
         "a": "Its capture in the earlier whole-job capture.",
@@ -44,7 +44,7 @@ typed(
     },
 )
 typed(
-    job_compare.ClassChange,
+    comparing.ClassChange,
     {
         "label": "The class of ranks (the later capture's classes).",
         "roles": "Its roles both captures have, pooled.",
@@ -52,7 +52,7 @@ typed(
     },
 )
 FindingChangeSerializer = typed(
-    job_compare.FindingChange,
+    comparing.FindingChange,
     {
         "rule": "The finding's rule (straggler, data_starved, …).",
         "title": "Its title, from the side that has it.",
@@ -62,7 +62,7 @@ FindingChangeSerializer = typed(
     hints={"severity": SEVERITY},
 )
 typed(
-    job_compare.FunctionChange,
+    comparing.FunctionChange,
     {
         "label": "The class of ranks (the later capture's classes).",
         "ranks": f"Its ranks pooled (at most {bounds.FUNCTION_RANKS_PER_CLASS}, spread over "
@@ -81,7 +81,7 @@ typed(
 
 class PooledSerializer(s.Serializer):
     roles = s.IntegerField(help_text="Shared roles pooled.")
-    states = shape_of(job_compare.StateChange)(
+    states = shape_of(comparing.StateChange)(
         many=True, help_text="Every shared role's step threads."
     )
 
@@ -113,21 +113,21 @@ class GroupSidesSerializer(s.Serializer):
 class GroupComparisonSerializer(s.Serializer):
     """profiles.compare.groups.group_comparison: the engine's compare_jobs, named."""
 
-    roles = shape_of(job_compare.RoleChange)(
+    roles = shape_of(comparing.RoleChange)(
         many=True,
         help_text="The roles both captures have, a page of them (`roles_page`; past one page "
         "the stragglers first).",
     )
     roles_page = RankPageSerializer(help_text="Where `roles` lies among all shared roles.")
     pooled = PooledSerializer(help_text="All shared roles' step threads pooled.")
-    classes = shape_of(job_compare.ClassChange)(
+    classes = shape_of(comparing.ClassChange)(
         many=True, help_text="Per class of ranks, its shared roles' step threads pooled."
     )
     only_a = s.ListField(child=s.CharField(), help_text="Roles only the earlier one has.")
     only_b = s.ListField(child=s.CharField(), help_text="Roles only the later one has.")
     straggler = StragglerPairSerializer(help_text="The straggler before and after.")
     findings = FindingChangesSerializer(help_text="Findings by rule and rank.")
-    functions = shape_of(job_compare.FunctionChange)(
+    functions = shape_of(comparing.FunctionChange)(
         many=True, help_text="Per class of ranks, the user functions that moved most."
     )
     groups = GroupSidesSerializer(help_text="The two whole-job captures, earlier first.")

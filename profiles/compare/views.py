@@ -1,7 +1,7 @@
 """Comparison of two captures and differential flamegraphs (trends: trend_views.py).
 
 The page and `GET /api/compare/` both take their numbers from `comparison_for()`, which
-hands stored stats to the engine (`profiles.pyspy.compare`). Of two captures the
+hands stored stats to the engine (`profiles.pyspy.compare.captures`). Of two captures the
 earlier (by queue time) is "before", the later "after", whatever order the URL gives.
 """
 

@@ -15,7 +15,7 @@ A whole-job record samples each rank's child processes too (`--subprocesses`, th
 default: DataLoader workers). A rank's capture keeps its own samples only, so its
 states, the straggler rule and the Processes table count the rank and nothing else;
 what its workers did is kept beside them, in `progress["workers"]`
-(profiles.pyspy.workers), which the job report reads. A rank whose record one setting
+(profiles.pyspy.job.loader_workers), which the job report reads. A rank whose record one setting
 spoilt (`--native` failed, or py-spy crashed under `--subprocesses`) is recorded again
 without it right after the job's window (record_notes.record_again).
 """
@@ -45,20 +45,24 @@ from profiles.captures.lifecycle import (
 )
 from profiles.captures.pipeline import (
     HEARTBEAT_EVERY_S,
-    _record_settings,
     again_failed,
     capture_record_finish,
     capture_refusal,
     capture_store_outputs,
     live_progress,
     record_again,
+    record_settings_of,
     worker_name,
 )
 from profiles.captures.timekeeping import timed_result, window_at
 from profiles.jobs import dumps as group_dumps
 from profiles.models import Capture, CaptureGroup
-from profiles.pyspy.timetrack import load_track, track_json
-from profiles.pyspy.workers import own_track, split_processes, worker_summary
+from profiles.pyspy.formats import load_track, track_json
+from profiles.pyspy.job import (
+    own_track,
+    split_processes,
+    worker_summary,
+)
 from runs import gpu, remote
 from runs.services import host_target
 
@@ -214,7 +218,7 @@ def _record_host(
         return remote.record_many(
             host_target(host),
             [c.pid for c in captures],
-            _record_settings(captures[0]),
+            record_settings_of(captures[0]),
             session,
             margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
             start_at=session.start_at,
@@ -331,7 +335,7 @@ def _record_again(
             taken = remote.record_many(
                 host_target(host),
                 [c.pid for c in ranks],
-                _record_settings(ranks[0], **dict(change)),
+                record_settings_of(ranks[0], **dict(change)),
                 session,
                 margin_s=settings.FLAMEDECK_CAPTURE_MARGIN_S,
                 start_within_s=0.0,

@@ -1,8 +1,9 @@
 """The whole-job report of a capture group, stored on the group once every rank has ended.
 
-It comes from the ranks' stored stats (profiles.pyspy.job: straggler, classes of
+It comes from the ranks' stored stats (profiles.pyspy.job.report: straggler, classes of
 ranks, findings) and what each rank's DataLoader workers did (`progress["workers"]`,
-profiles.pyspy.workers), never from raw samples, and is computed here, on the worker side,
+profiles.pyspy.job.loader_workers), never from raw samples, and is computed here, on the worker
+side,
 never when a page is viewed (pages read it through `group_selectors`). Every capture
 that ends (done, failed, cancelled: `capture_ended`, sent by the state machine) asks
 for it; the group's last rank to end computes and stores it. Two ranks ending in two
@@ -22,11 +23,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from profiles.models import Capture, CaptureGroup
-from profiles.pyspy.device import RULE_ORDER as DEVICE_RULES
-from profiles.pyspy.device import with_device
-from profiles.pyspy.job import analyze_job
-from profiles.pyspy.stacks import analyze_stacks
-from profiles.pyspy.workers import with_workers
+from profiles.pyspy.job import analyze_job, analyze_stacks, with_workers
+from profiles.pyspy.timed import DEVICE_RULES, with_device
 
 log = logging.getLogger(__name__)
 CATCH_UP_DAYS = 7  # older groups missing a report get one when a rank is re-analysed
@@ -156,7 +154,7 @@ def job_report(group: CaptureGroup, captures: list[Capture]) -> dict[str, Any]:
     # Each rank's DataLoader workers (kept apart from its own samples by the pipeline)
     # name what they do in an input_bound finding or a data_wait straggler.
     report = with_workers(report, {names[c.pk]: _workers(c) for c in captures if _has_samples(c)})
-    # Each rank's device (profiles.pyspy.device): the straggler's against the others',
+    # Each rank's device (profiles.pyspy.timed.device): the straggler's against the others',
     # and the device findings of the ranks, one per rule.
     report = with_device(report, {names[c.pk]: _device(c) for c in captures if _has_samples(c)})
     # The threads of every rank are on each capture already: the group keeps the rest.
@@ -201,7 +199,7 @@ def _number(value: Any) -> bool:
 
 def rank_layouts(captures: list[Capture], names: dict[int, str]) -> dict[str, Any]:
     """Per rank name: its process's place in the parallel layout, as it registered it
-    (the report names parallel groups with it; profiles.pyspy.layout)."""
+    (the report names parallel groups with it; profiles.pyspy.job.layout)."""
     return {names[c.pk]: c.process.layout for c in captures if c.process_id and c.process.layout}
 
 

@@ -2,7 +2,7 @@
 of ranks at a time (profiles.jobs.bounds).
 
 Every rank's host clock is moved by the offset measured when its session started
-(profiles.pyspy.timeline.aligned_timelines), and the buckets cover the whole job's
+(profiles.pyspy.timed.timeline.aligned_timelines), and the buckets cover the whole job's
 span (each rank's first and last sample, as its analysis stored them), so every page
 has the same `start` and buckets and the page can ask for more ranks later. Only the
 page's ranks' time tracks are read.
@@ -26,8 +26,7 @@ from profiles.captures.timelines import NoTime, timed_capture
 from profiles.jobs import bounds, roster
 from profiles.jobs.selectors import class_representatives
 from profiles.models import Capture, CaptureGroup
-from profiles.pyspy.device import rank_strip
-from profiles.pyspy.timeline import aligned_timelines
+from profiles.pyspy.timed import aligned_timelines, rank_strip
 
 TIME_KEYS = ("available", "start", "end", "rate")
 MOST = bounds.TIMELINE_MAX_RANKS

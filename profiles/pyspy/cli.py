@@ -13,17 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .analysis import AnalysisOptions, analyze
-from .dump import parse_dump
+from .core.frames import ThreadFilter
+from .core.profile import Profile
+from .count.analysis import AnalysisOptions, analyze
+from .count.keywords import load_keywords
 from .errors import ProfileError
-from .export import to_folded, to_speedscope
-from .frames import ThreadFilter
+from .formats.dump import parse_dump
+from .formats.export import to_folded, to_speedscope
+from .formats.log import analyze_lag
+from .formats.reading import read_profile, read_text
 from .jobcli import add_job_parser, run_job
-from .keywords import load_keywords
-from .lag import analyze_lag
-from .profile import Profile
-from .reading import read_profile, read_text
-from .rule_table import load_state_rules
+from .rules.rule_table import load_state_rules
 from .stackscli import add_stacks_parser, run_stacks
 
 
@@ -145,9 +145,9 @@ def _lag(args: argparse.Namespace) -> None:
 
 def _timeline(args: argparse.Namespace) -> None:
     # Imported here: the other commands do not pay for the time modules.
-    from .timed import TimedCapture
-    from .timeline import timeline
-    from .timetrack import load_track
+    from .formats.time_track import load_track
+    from .timed.timed_capture import TimedCapture
+    from .timed.timeline import timeline
 
     try:
         data = Path(args.track).read_bytes()

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .analysis import AnalysisOptions, analyze
+from .count.analysis import AnalysisOptions, analyze
 from .errors import ProfileError
-from .job import analyze_job
-from .reading import read_profile, read_text
+from .formats.reading import read_profile, read_text
+from .job.report import analyze_job
 
 PARALLEL_FROM = 4
 """Fewer files than this are analysed in this process (a pool costs ~0.1 s to start)."""

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .dump import parse_dump, parse_dump_series
+from .core.types import DumpThread
 from .errors import ProfileError
-from .stacks import analyze_stacks
-from .types import DumpThread
+from .formats.dump import parse_dump, parse_dump_series
+from .job.dump_verdict import analyze_stacks
 
 
 def add_stacks_parser(sub: Any) -> None:

@@ -19,7 +19,7 @@ Z_95 = 1.959963984540054
 """z of the 95% intervals (Wilson, Newcombe): the usual level; py-spy's samples are
 autocorrelated, so the intervals are optimistic and the thresholds below leave room."""
 
-# --- findings on one capture (findings.py) ---
+# --- findings on one capture (rules/findings.py) ---
 
 MIN_SAMPLES = 100
 """Step-thread samples below which no share is judged: with fewer, the 95% interval of
@@ -50,7 +50,7 @@ SATURATED = 80.0
 interval is saturated, the loader or GIL holder the finding names."""
 SAMPLER_UNRELIABLE = 50.0
 """Percent of the requested sampling rounds under which py-spy's capture is unreliable
-(lag.py's "unreliable" verdict, fraction < 0.5): half the rounds missing means the
+(formats/log.py's "unreliable" verdict, fraction < 0.5): half the rounds missing means the
 missing ones are not a random half."""
 SAMPLER_ERRORS = 10.0
 """Percent of py-spy's reads that failed (its `Errors: M` against `Samples: N`) past
@@ -62,7 +62,8 @@ what it managed, so the recommended rate is not itself at the edge of falling be
 HIGH_SEVERITY = 2.0
 """A finding is "high" when its interval's low end is at least this times its threshold."""
 
-# --- step threads and the whole job (findings.py, straggler.py, job.py, stuck.py) ---
+# --- step threads and the whole job ---
+# (rules/step_threads.py, rules/findings.py, job/straggler.py, job/report.py, job/stuck.py)
 
 COLLECTIVE_MIN = 0.01
 """Fraction of a thread's samples in collectives that makes it a step thread: a step
@@ -123,7 +124,7 @@ RETURN_FRACTION = 0.5
 MIN_EFFECT_POINTS: hysteresis, so a change at the threshold does not open and close
 alerts capture after capture."""
 
-# --- periodic stalls (periodic.py) ---
+# --- periodic stalls (timed/periodic_stalls.py) ---
 
 DETECT_BUCKET_S = 0.2
 """The resolution of burst detection: a stall of 0.2 s or more fills a bucket, and a
@@ -187,7 +188,7 @@ READING_GAP_S = 1.5
 """Seconds a sample may lie before the next device reading and still take it: 1 s, the
 longest driver sample period of utilization.gpu, plus slack for a loaded host's nvidia-smi."""
 
-# --- intervals over time blocks (blocks.py) ---
+# --- intervals over time blocks (stats/batch_means.py) ---
 
 BLOCK_S = 1.0
 """Seconds a block lasts at least: five times a 200 ms wait, so blocks are nearly

@@ -1,4 +1,5 @@
-"""The engine's version, written into the files it exports (its own module, so the
-exporters need not import the package that imports them)."""
+"""flamedeck's version: the package's (pyproject.toml reads it here) and the engine's,
+written into the files it exports (its own module, so the exporters need not import the
+package that imports them)."""
 
-__version__ = "1.0"
+__version__ = "0.1.0"

@@ -8,7 +8,7 @@ from profiles.watches.messages import alert_line
 from profiles.watches.models import Alert, NotifyTarget
 from runs.permissions import can_launch
 
-from ..pyspy.regression import row_label
+from ..pyspy.compare import row_label
 
 register = template.Library()
 

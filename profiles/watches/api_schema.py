@@ -12,12 +12,11 @@ from rest_framework import serializers
 
 from config.api_schema import ID_MAX, combine, errors, list_and_create, read_and_change, typed
 from profiles.pyspy import compare as comparing
-from profiles.pyspy import regression
-from profiles.pyspy.changepoint import SeriesShift
+from profiles.pyspy.stats import SeriesShift
 from profiles.watches.models import Alert, Delivery, Judgement
 
 WATCHES = ["watches"]
-ROW_KINDS = typing.get_args(regression.Kind)  # for ENUM_NAME_OVERRIDES
+ROW_KINDS = typing.get_args(comparing.Kind)  # for ENUM_NAME_OVERRIDES
 
 
 ShareSideSerializer = typed(
@@ -36,7 +35,7 @@ ShareSideSerializer = typed(
     },
 )
 MovedRowSerializer = typed(
-    regression.Row,
+    comparing.Row,
     {
         "key": "`state:host_sync`, `category:sync`, `self:FRAME`…",
         "kind": "state, function (of the user's code), category, self or total.",

@@ -22,8 +22,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from profiles.models import Capture
-from profiles.pyspy import changepoint, comparable, regression
+from profiles.pyspy import compare as comparing
 from profiles.pyspy.compare import lag_warnings
+from profiles.pyspy.stats import series_shifts
 from profiles.watches.messages import (
     cannot_judge_compose,
     group_message_compose,
@@ -40,8 +41,8 @@ CANNOT_JUDGE = (Verdict.TOO_FEW, Verdict.NOT_COMPARABLE, Verdict.NO_BASELINE)
 BASELINE_GONE = "the baseline capture was deleted: choose a new baseline on the watch's page"
 
 
-def judge_options(watch: Watch) -> regression.JudgeOptions:
-    return regression.JudgeOptions(
+def judge_options(watch: Watch) -> comparing.JudgeOptions:
+    return comparing.JudgeOptions(
         min_effect_points=watch.min_effect_points, min_samples=watch.min_samples
     )
 
@@ -64,7 +65,7 @@ def capture_settings(capture: Capture) -> dict[str, Any]:
     """The py-spy settings that move shares, as far as they are known: all of them for
     a recording; for an import only what its log or samples say (rate, idle)."""
     if capture.kind == Capture.Kind.RECORD:
-        names = (*comparable.SHARE_SETTINGS, "rate")
+        names = (*comparing.SHARE_SETTINGS, "rate")
         return {name: getattr(capture, name) for name in names}
     stats = capture.stats or {}
     known = {"rate": (stats.get("lag") or {}).get("requested_rate")}
@@ -137,13 +138,13 @@ def _judge_pair(watch: Watch, capture: Capture) -> tuple[Judgement, list[Alert]]
     if not (baseline.stats or {}).get("total_samples"):
         reason = "the baseline has no samples"
         return _store(watch, capture, baseline, verdict=Verdict.NO_BASELINE, reason=reason), []
-    mismatch = comparable.settings_mismatch(capture_settings(baseline), capture_settings(capture))
+    mismatch = comparing.settings_mismatch(capture_settings(baseline), capture_settings(capture))
     if mismatch:
         return _store(watch, capture, baseline, verdict=Verdict.NOT_COMPARABLE, reason=mismatch), []
-    views = comparable.pair_views(baseline.stats, capture.stats)
-    result = regression.judge(*views, judge_options(watch))
+    views = comparing.pair_views(baseline.stats, capture.stats)
+    result = comparing.judge(*views, judge_options(watch))
     judgement = _store_result(watch, capture, baseline, result, views)
-    if result["verdict"] == regression.TOO_FEW:
+    if result["verdict"] == comparing.TOO_FEW:
         return judgement, []
     aliases, role = _canonical_keys(result["rows"]), capture.process.role
     shifts = [] if watch.all_roles else _series_shifts(watch, baseline)
@@ -170,7 +171,7 @@ def _store_result(
     watch: Watch,
     capture: Capture,
     baseline: Capture,
-    result: regression.Judgement,
+    result: comparing.Judgement,
     views: tuple[dict[str, Any], dict[str, Any]],
 ) -> Judgement:
     lag = [note["side"] for note in lag_warnings(baseline.stats, capture.stats)]
@@ -178,9 +179,9 @@ def _store_result(
     if lag:
         reason += f"; py-spy fell behind on the {' and the '.join(lag)}: shares may be biased"
     verdict = {
-        regression.CHANGED: Verdict.CHANGED,
-        regression.UNCHANGED: Verdict.UNCHANGED,
-        regression.TOO_FEW: Verdict.TOO_FEW,
+        comparing.CHANGED: Verdict.CHANGED,
+        comparing.UNCHANGED: Verdict.UNCHANGED,
+        comparing.TOO_FEW: Verdict.TOO_FEW,
     }[result["verdict"]]
     return _store(
         watch,
@@ -191,12 +192,12 @@ def _store_result(
         rows_compared=result["rows_compared"],
         moved=result["moved"],
         options={**result["options"], "scope": views[1]["scope"]},
-        shares=regression.tracked_counts(*views, TRACKED_FRAMES),
+        shares=comparing.tracked_counts(*views, TRACKED_FRAMES),
         snoozed=False,
     )
 
 
-def _canonical_keys(rows: list[regression.Row]) -> dict[str, regression.Row]:
+def _canonical_keys(rows: list[comparing.Row]) -> dict[str, comparing.Row]:
     """Every key a row answers to (its own and its aliases) → the row."""
     return {key: row for row in rows for key in (row["key"], *row["aliases"])}
 
@@ -212,15 +213,15 @@ def _series_shifts(watch: Watch, baseline: Capture) -> list[dict[str, Any]]:
         .select_related("capture")
         .order_by("-capture__queued_at", "-capture_id")[:SERIES_CAPTURES]
     )
-    view = comparable.step_view(baseline.stats)
-    points = [(baseline.pk, regression.tracked_counts(view, view))]
+    view = comparing.step_view(baseline.stats)
+    points = [(baseline.pk, comparing.tracked_counts(view, view))]
     points += [(j.capture_id, _rekeyed(j.shares)) for j in reversed(list(judged))]
     series = {
         key: [100 * shares[key][0] / shares[key][1] for _, shares in points]
         for key in points[0][1]
         if all(key in shares and shares[key][1] for _, shares in points)
     }
-    found = changepoint.series_shifts(
+    found = series_shifts(
         series,
         min_effect_points=watch.min_effect_points,
         false_discovery_rate=judge_options(watch).false_discovery_rate,
@@ -236,10 +237,10 @@ def _series_shifts(watch: Watch, baseline: Capture) -> list[dict[str, Any]]:
 
 
 def _rekey(key: str) -> str:
-    """A stored row key as rows are keyed now (regression.row_key): judgements and
+    """A stored row key as rows are keyed now (comparing.row_key): judgements and
     alerts stored before frames had one name meet today's rows."""
     kind, _, name = key.partition(":")
-    return regression.row_key(kind, name)
+    return comparing.row_key(kind, name)
 
 
 def _rekeyed(shares: dict[str, Any]) -> dict[str, Any]:
@@ -247,7 +248,7 @@ def _rekeyed(shares: dict[str, Any]) -> dict[str, Any]:
 
 
 def _series_candidates(
-    shifts: list[dict[str, Any]], aliases: dict[str, regression.Row], min_effect: float
+    shifts: list[dict[str, Any]], aliases: dict[str, comparing.Row], min_effect: float
 ) -> list[dict[str, Any]]:
     """Significant shifts whose latest level is still the minimum effect away from the
     baseline in the shift's direction (a share that came back is no news)."""
@@ -272,8 +273,8 @@ def _flagged(shifts: list[dict[str, Any]], key: str, direction: int) -> bool:
 
 def _close_returned(
     watch: Watch,
-    rows: list[regression.Row],
-    aliases: dict[str, regression.Row],
+    rows: list[comparing.Row],
+    aliases: dict[str, comparing.Row],
     shifts: list[dict[str, Any]],
     role: str,
 ) -> None:
@@ -281,7 +282,7 @@ def _close_returned(
     is under half the minimum effect, and the series no longer flags it."""
     for alert in _open_of(watch, role):
         row = aliases.get(_rekey(alert.key))
-        back = row is None or regression.returned(row, alert.direction, watch.min_effect_points)
+        back = row is None or comparing.returned(row, alert.direction, watch.min_effect_points)
         if back and not _flagged(shifts, _rekey(alert.key), alert.direction):
             alert.status, alert.closed_at = Alert.Status.RESOLVED, timezone.now()
             alert.save(update_fields=["status", "closed_at"])
@@ -290,7 +291,7 @@ def _close_returned(
 def _open_alerts(
     watch: Watch,
     judgement: Judgement,
-    moved: list[regression.Row],
+    moved: list[comparing.Row],
     series: list[dict[str, Any]],
     role: str,
 ) -> list[Alert]:
@@ -306,7 +307,7 @@ def _open_alerts(
             continue
         open_now.add((key, direction))
         kind, _, name = key.partition(":")
-        label = regression.row_label({"kind": kind, "name": name})[:300]
+        label = comparing.row_label({"kind": kind, "name": name})[:300]
         alerts.append(
             Alert.objects.create(
                 watch=watch,

@@ -11,7 +11,7 @@ from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
-from profiles.pyspy.regression import row_label
+from profiles.pyspy.compare import row_label
 from profiles.watches import notify
 from profiles.watches.models import Alert, Delivery, Judgement, Watch
 

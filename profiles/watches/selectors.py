@@ -8,8 +8,7 @@ from django.db.models import Case, F, Prefetch, Q, QuerySet, Value, When, Window
 from django.db.models.functions import RowNumber
 
 from profiles.models import Capture
-from profiles.pyspy.comparable import step_view
-from profiles.pyspy.regression import row_label, tracked_counts
+from profiles.pyspy.compare import row_label, step_view, tracked_counts
 from profiles.watches.judging import SERIES_CAPTURES, TRACKED_FRAMES, watches_for
 from profiles.watches.messages import alert_line, row_line
 from profiles.watches.models import Alert, Judgement, Watch

@@ -101,7 +101,9 @@ def _pyspy_assignment(py_spy: str) -> str:
     return f"PYSPY={shlex.quote(py_spy)}\n"
 
 
-def _script_head(target: Target) -> str:
+def script_head(target: Target) -> str:
+    """The start of every script that runs py-spy on the host: READY on stderr, then
+    $PYSPY set and found (else PYSPY_MISSING and exit 127)."""
     return (
         f"printf '%s\\n' {READY} >&2\n"
         # A worker's RUST_BACKTRACE would bury py-spy's one-line error under a backtrace.
@@ -197,7 +199,7 @@ def record_script(
     body = body.replace("@FLAGS@", shlex.join(record_flags(replace(settings, native=False))))
     body = body.replace("@KILL_AFTER@", str(max(1, math.ceil(kill_after_s))))
     body = body.replace("@GPU@", "1" if settings.gpu else "0")
-    head = _script_head(target) + guard.shell(settings.native) + gpu.shell()
+    head = script_head(target) + guard.shell(settings.native) + gpu.shell()
     return head + body.replace("@MARKER@", END_MARKER)
 
 
@@ -207,7 +209,7 @@ def dump_argv(
     """The local argv that runs `py-spy dump` for `pid` on the target."""
     flags = ["--pid", str(check_pid(pid))] + ["--native"] * native + ["--json"] * json
     flags += ["--locals"] * locals
-    script = _script_head(target) + f'exec "$PYSPY" dump {shlex.join(flags)}\n'
+    script = script_head(target) + f'exec "$PYSPY" dump {shlex.join(flags)}\n'
     return wrap(target, ["sh", "-c", script])
 
 
@@ -250,13 +252,26 @@ exit 0
 """
 
 
+def _ps_body() -> str:
+    body = _PS_BODY.replace("@PS@", shlex.join(PS_ARGV)).replace("@MARKER@", ENV_MARKER)
+    return body.replace("@VARS@", "|".join(RANK_VARIABLES))
+
+
 def ps_argv(target: Target) -> list[str]:
     """The local argv that lists the target's processes with one `ps`, then (after
     ENV_MARKER) `PID NAME=NUMBER` lines for the RANK_VARIABLES of Python processes
     whose /proc/PID/environ is readable."""
-    body = _PS_BODY.replace("@PS@", shlex.join(PS_ARGV)).replace("@MARKER@", ENV_MARKER)
-    body = body.replace("@VARS@", "|".join(RANK_VARIABLES))
-    return wrap(target, ["sh", "-c", f"printf '%s\\n' {READY} >&2\n{body}"])
+    return wrap(target, ["sh", "-c", f"printf '%s\\n' {READY} >&2\n{_ps_body()}"])
+
+
+CHECK_END = "@@flamedeck-check-end-8e41@@"  # a line between check_argv's facts and its ps
+
+
+def check_argv(target: Target) -> list[str]:
+    """The local argv of a whole host check in one session (one connection, one bound):
+    `check_script`'s facts, a CHECK_END line, then what `ps_argv` prints."""
+    script = check_script(target) + f"printf '%s\\n' {CHECK_END}\n" + _ps_body()
+    return wrap(target, ["sh", "-c", script])
 
 
 def alive_argv(target: Target, pids: list[int]) -> list[str]:

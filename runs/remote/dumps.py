@@ -18,9 +18,9 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
-from .build import _script_head, classify, clean_stderr, wrap
+from .build import classify, clean_stderr, script_head, wrap
 from .model import QUICK_TIMEOUT_S, READY, RemoteError, Target, check_pid
-from .ops import _execute
+from .ops import execute
 
 MAX_REPEAT = 10
 MAX_INTERVAL_S = 30.0
@@ -125,7 +125,7 @@ def dump_many_script(
         .replace("@AT@", f"{start_at:.6f}" if start_at else "0")
         .replace("@MARKER@", shlex.quote(marker))
     )
-    return _script_head(target) + body
+    return script_head(target) + body
 
 
 def dump_many(
@@ -152,7 +152,7 @@ def dump_many(
     # Each round waits for its slowest dump: QUICK_TIMEOUT_S bounds a round.
     wait = max(0.0, start_at - time.time()) if start_at else 0.0
     timeout = target.connect_timeout_s + wait + repeat * (interval_s + QUICK_TIMEOUT_S)
-    done = _execute(target, wrap(target, ["sh", "-c", script]), stdin_open=False,
+    done = execute(target, wrap(target, ["sh", "-c", script]), stdin_open=False,
                     timeout_s=timeout, grace_s=2)  # fmt: skip
     if done.stopped == "killed":
         raise RemoteError("unreachable" if READY not in done.stderr else "unknown",

@@ -8,7 +8,7 @@ clock; the worker measures the host's clock offset from a few `clock` round trip
 instant on the host's clock. The host then starts every py-spy at once, so that
 py-spy's attach (a second or more on a busy torch rank with `--native`) happens
 before T, not after, and stops them all itself at T + duration. What py-spy sampled
-before T is cut from the record when it is split (profiles.pyspy.split, by the fact
+before T is cut from the record when it is split (profiles.pyspy.formats.split, by the fact
 `window_at`), so each rank's first kept sample is at T, or at its own start if that
 came later. `go` instead starts now, for as long as the worker lets it run (a rank
 recorded again after the window).
@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from runs import gpu
 
 from . import guard, runner
-from .build import _script_head, classify, record_flags, stderr_tail
+from .build import classify, record_flags, script_head, stderr_tail
 from .build import wrap as _wrap
 from .model import (
     END_MARKER,
@@ -211,7 +211,7 @@ def record_many_script(
     body = body.replace("@CLOCK@", CLOCK).replace("@DURATION@", f"{settings.duration_s:g}")
     body = body.replace("@LEAST@", f"{LEAST_WINDOW_S:g}")
     body = body.replace("@SAMPLING@", SAMPLING_LINE)
-    head = _script_head(target) + guard.shell(settings.native) + gpu.shell()
+    head = script_head(target) + guard.shell(settings.native) + gpu.shell()
     return head + body.replace("@MARKER@", END_MARKER)
 
 

@@ -22,7 +22,10 @@ END_MARKER = "@@flamedeck-end-5f2c9a@@"  # separates py-spy's log from the raw f
 PYSPY_MISSING = "flamedeck: py-spy not found on the host"
 SAMPLING_LINE = "py-spy> Sampling process"  # py-spy's first line: it samples from now
 STARTUP_S = 30.0  # time allowed past connect for py-spy to attach and start sampling
-QUICK_TIMEOUT_S = 60.0  # bound for dump / check / ps, past the connect timeout
+QUICK_TIMEOUT_S = 60.0  # bound for dump / ps, past the connect timeout
+# A host check is a button and an API call: its whole answer (ssh, py-spy, ptrace,
+# processes; one session) comes within this, whatever the host does (runs.remote.ops).
+CHECK_BUDGET_S = 6.0
 
 # Addresses and user names reach ssh's option parser and its %h/%r tokens (which a
 # user's ProxyCommand may hand to a shell), so only plain characters pass.

@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from . import guard, runner
 from .build import (
+    CHECK_END,
     ENV_MARKER,
     RANK_VARIABLES,
     alive_argv,
-    check_script,
+    check_argv,
     check_target,
     classify,
     clean_stderr,
@@ -25,6 +26,7 @@ from .build import (
     wrap,
 )
 from .model import (
+    CHECK_BUDGET_S,
     END_MARKER,
     MESSAGES,
     QUICK_TIMEOUT_S,
@@ -43,7 +45,9 @@ from .model import (
 from .runner import Completed
 
 
-def _execute(target: Target, argv: list[str], **kwargs: Any) -> Completed:
+def execute(target: Target, argv: list[str], **kwargs: Any) -> Completed:
+    """Run `argv` (runner.run's bounds in kwargs); a client that cannot start is a
+    RemoteError naming what to install or fix."""
     try:
         return runner.run(argv, **kwargs)
     except OSError as exc:
@@ -56,7 +60,7 @@ def _execute(target: Target, argv: list[str], **kwargs: Any) -> Completed:
 
 def _quick(target: Target, argv: list[str]) -> Completed:
     timeout = target.connect_timeout_s + QUICK_TIMEOUT_S
-    done = _execute(target, argv, stdin_open=False, timeout_s=timeout, grace_s=2)
+    done = execute(target, argv, stdin_open=False, timeout_s=timeout, grace_s=2)
     if done.stopped == "killed":
         cause: Cause = "unknown" if READY in done.stderr else "unreachable"
         message = f"no answer within {timeout:.0f} s"
@@ -146,7 +150,7 @@ def record(
     watch = _RecordWatch(settings.duration_s, should_cancel, on_progress)
     bound = target.connect_timeout_s + STARTUP_S + settings.duration_s
     argv = wrap(target, ["sh", "-c", script])
-    done = _execute(
+    done = execute(
         target, argv, stdin_open=True, timeout_s=bound, grace_s=margin_s,
         on_line=watch.on_line, should_stop=watch.should_stop,
     )  # fmt: skip
@@ -243,7 +247,7 @@ def alive_pids(target: Target, pids: list[int], *, timeout_s: float = ALIVE_TIME
     if not pids:
         return set()
     quick = replace(target, connect_timeout_s=max(1, min(target.connect_timeout_s, 3)))
-    done = _execute(quick, alive_argv(quick, pids), stdin_open=False, timeout_s=timeout_s,
+    done = execute(quick, alive_argv(quick, pids), stdin_open=False, timeout_s=timeout_s,
                     grace_s=1)  # fmt: skip
     if done.stopped == "killed":
         raise RemoteError("unreachable", f"no answer within {timeout_s:.0f} s", transient=True)
@@ -282,18 +286,72 @@ def _int_or_none(value: str | None) -> int | None:
     return int(value) if value and value.strip().isdigit() else None
 
 
-def check_host(target: Target) -> HostCheck:
-    """Can flamedeck profile on this host? SSH, py-spy, uid, ptrace and Python processes.
+# What a check leaves for killing what still hangs at its bound and reading the pipes.
+_CHECK_KILL_S = 1.0
 
-    Failures come back inside the HostCheck (`cause`, `error`), never raised.
+
+def _check_run(target: Target, budget_s: float) -> Completed:
+    """The check's one session, classified, killed at the budget less _CHECK_KILL_S. ssh
+    itself gives up connecting (and waiting for the server's greeting) a second before
+    that, so an unreachable host is said in ssh's own words; the bound catches the rest (a
+    name server that never answers, a step on the host that hangs)."""
+    run_s = max(budget_s - _CHECK_KILL_S, 0.5)
+    connect_s = max(1, min(target.connect_timeout_s, int(run_s) - 1))
+    quick = replace(target, connect_timeout_s=connect_s)
+    done = execute(quick, check_argv(quick), stdin_open=False, timeout_s=run_s, grace_s=0)
+    if done.stopped == "killed":
+        raise _check_stopped(target, done, budget_s)
+    error = classify(done.returncode, done.stderr, "")
+    if error is None:
+        return done
+    shortened = connect_s < target.connect_timeout_s and "timed out" in error.detail
+    if error.cause == "unreachable" and shortened:  # a slow link a capture may still cross
+        error.message += (f" (a check waits {connect_s} s for ssh to connect, a capture "
+                          f"{target.connect_timeout_s} s)")  # fmt: skip
+    raise error
+
+
+# The check script's steps, last first, each found by a line that only comes once the
+# steps before it are done: where a check that ran out of time was, and the fix.
+_CHECK_STEPS = [
+    (f"\n{CHECK_END}", "listing the processes (`ps`, /proc/PID/environ)",
+     "a process stuck in the kernel (state D) makes `ps` hang: run `ps -ef` on the host "
+     "by hand to find it"),
+    ("\nuid=", "reading the uid and ptrace settings (/proc)", "an overloaded host: try again"),
+    ("", "asking py-spy its version (`py-spy --version`, `py-spy record --help`)",
+     "run that on the host by hand; a py-spy that hangs there needs reinstalling "
+     "(`pip install -U py-spy`)"),
+]  # fmt: skip
+
+
+def _check_stopped(target: Target, done: Completed, budget_s: float) -> RemoteError:
+    """The step a check was at when its bound ran out, and what to do about it."""
+    detail, within = stderr_tail(done.stderr), f"within the {budget_s:g} s a check has"
+    if READY not in done.stderr:  # the script never started on the host
+        if target.transport == "local":
+            message = (f"the exec prefix did not start the check {within}: check that the "
+                       "container or pod is running and answers, and the prefix words")  # fmt: skip
+            return RemoteError("exec_prefix", message, detail=detail, transient=True)
+        prefix = ", then the exec prefix" if target.exec_prefix else ""
+        message = (f"no answer from the host {within} (connecting with ssh{prefix}): "
+                   f"{MESSAGES['unreachable'].split(': ', 1)[1]}")  # fmt: skip
+        return RemoteError("unreachable", message, detail=detail, transient=True)
+    said = "\n" + done.text
+    step, fix = next((step, fix) for line, step, fix in _CHECK_STEPS if line in said)
+    message = f"the host answered, but the check ran out of its {budget_s:g} s while {step}: {fix}"
+    return RemoteError("unknown", message, detail=detail, transient=True)
+
+
+def check_host(target: Target, *, budget_s: float = CHECK_BUDGET_S) -> HostCheck:
+    """Can flamedeck profile on this host? SSH, py-spy, uid, ptrace and Python processes,
+    in one session answered within `budget_s` whatever the host does.
+
+    Failures come back inside the HostCheck (`cause`, `error`), never raised; a check
+    that ran out of time names the step it was at.
     """
     try:
         check_target(target)
-        done = _quick(target, wrap(target, ["sh", "-c", check_script(target)]))
-        error = classify(done.returncode, done.stderr, "")
-        if error is not None:
-            raise error
-        processes = list_processes(target)
+        done = _check_run(target, budget_s)
     except RemoteError as exc:
         # Nothing past the failing step was looked at: py-spy and ptrace stay unknown
         # (None), and the reason is said once, in `error`.
@@ -301,7 +359,10 @@ def check_host(target: Target) -> HostCheck:
             target.transport == "local" or exc.cause not in _SSH_LEVEL
         )
         return HostCheck(ssh_ok=ok, cause=exc.cause, error=exc.message, error_detail=exc.detail)
-    facts = dict(line.split("=", 1) for line in done.text.splitlines() if "=" in line)
+    lines = done.text.splitlines()
+    cut = next((i for i, line in enumerate(lines) if line.strip() == CHECK_END), len(lines))
+    facts = dict(line.split("=", 1) for line in lines[:cut] if "=" in line)
+    processes = parse_ps("\n".join(lines[cut + 1 :]))
     can_attach, reason = _verdict(facts)
     return HostCheck(
         ssh_ok=True,

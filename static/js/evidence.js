@@ -10,7 +10,7 @@
   const pct = (n, digits = 1) => `${Number(n ?? 0).toFixed(digits)}%`;
   const fmt = (n) => Number(n ?? 0).toLocaleString("en-US");
 
-  // The vocabulary in its order (profiles/pyspy/state_rules.py), with docs/states.md's words.
+  // The vocabulary in its order (profiles/pyspy/rules/state_rules.py), with docs/states.md's words.
   const STATES = [
     ["compute", "compute", "running Python or a native op"],
     ["gpu_launch", "GPU launch", "enqueueing GPU work"],

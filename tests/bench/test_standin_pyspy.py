@@ -95,7 +95,7 @@ def test_a_record_ends_at_its_duration_and_raw_is_raw(tmp_path, target):
 
 def test_a_chrometrace_record_is_a_real_one_with_py_spys_times(tmp_path, target):
     """What a record with --idle asks for (profiles.captures.timekeeping)."""
-    from profiles.pyspy.chrometrace import chrometrace_samples
+    from profiles.pyspy.formats.chrometrace import chrometrace_samples
 
     out = tmp_path / "out.json"
     done = _run("record", "--pid", str(target), "-r", "50", "-d", "1", "-f", "chrometrace",

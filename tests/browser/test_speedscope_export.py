@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from profiles import pyspy
 from profiles.captures import services
-from profiles.pyspy.frames import split_location
+from profiles.pyspy.core.frames import split_location
 from profiles.storage import files as capture_files
 from tests.support.requirements import require
 

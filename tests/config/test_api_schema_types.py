@@ -38,10 +38,11 @@ PLAIN_STRINGS = {
     "(queue_unavailable, time_limit, worker_lost, analysis_lost, …), named where they fail",
     "StacksFailed.cause": "a capture's error_cause (above)",
     "FailedHost.cause": "its ranks' error_cause (above)",
-    "rule": "finding rules live in findings.RULES, job.py, straggler.py and periodic.py; "
+    "rule": "finding rules live in rules/findings.RULES, job/report.py, job/straggler.py and "
+    "timed/periodic_stalls.py; "
     "no one type lists them (docs/findings.md does)",
     "DumpThread.status": "py-spy's own bracket text; the engine types it as str",
-    "detected_by": "findings.step_threads' ways and job.py's `peers`; the engine types it str",
+    "detected_by": "rules/step_threads.py's ways and job/report.py's `peers`; typed str",
     "MovedRow.bound": "regression.Row types it str (exact, before below, after below)",
     "Judgement.scope": "judging.py writes `step threads`, `all threads` or empty; no constant",
 }
@@ -183,7 +184,7 @@ def test_the_engine_types_shape_the_components(spec):
     assert "pruned_frames" not in schemas["FlameNode"]["required"]
     tid = schemas["ThreadStat"]["properties"]["tid"]
     assert tid["oneOf"] == [{"type": "integer"}, {"type": "string"}]
-    # A field's docstring in profiles/pyspy/types.py is its description.
+    # A field's docstring in profiles/pyspy/core/types.py is its description.
     assert (
         "nearest user-code frame"
         in schemas["KeywordStat"]["properties"]["user_callers"]["description"]

@@ -352,7 +352,7 @@ def test_the_app_guard_follows_imports_through_config(tmp_path):
     # config.checks reads the state rules of profiles.captures.pipeline: a runs module that
     # imported it would close the circle; the engine (profiles.pyspy) is allowed.
     assert chains and all("config.checks -> profiles.captures.pipeline" in c for c in chains)
-    assert not any(c.endswith("profiles.pyspy.raw") for c in chains)
+    assert not any(c.endswith("profiles.pyspy.formats.raw") for c in chains)
 
 
 # --- pages only read ----------------------------------------------------------------
@@ -371,9 +371,11 @@ WORKER_MODULES = {
 CLASSIFIER_MODULES = {
     f"profiles.pyspy.{name}"
     for name in (
-        "analysis", "states", "state_rules", "rule_table", "matching", "keywords",
-        "usercode", "findings", "job", "straggler", "functions", "activity", "reading",
-        "raw", "speedscope", "waiting",
+        "count.analysis", "count.keyword_matching", "count.keywords", "count.functions",
+        "count.activity", "count.thread_tables", "rules.states", "rules.state_rules",
+        "rules.rule_table", "rules.user_code", "rules.framework", "rules.findings",
+        "rules.step_threads", "job.report", "job.straggler", "job.stuck", "job.dump_verdict",
+        "formats.reading", "formats.raw", "formats.speedscope", "formats.dump",
     )
 }  # fmt: skip
 CLASSIFYING_CALLS = {
@@ -414,7 +416,7 @@ def page_problems() -> list[str]:
     wrong = []
     for path in page_files():
         name = path.relative_to(ROOT)
-        for target in sorted(imports_of(path)):
+        for target in sorted(imports_of(path) | engine_sources(path)):
             module = next((m for m in WORKER_MODULES | CLASSIFIER_MODULES if
                            target == m or target.startswith(f"{m}.")), None)  # fmt: skip
             if module:
@@ -465,3 +467,181 @@ def test_enqueue_finds_every_task_it_sends_by_name_in_a_web_process():
     env = {"DJANGO_SETTINGS_MODULE": "config.settings_test", "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+# --- the engine's house -----------------------------------------------------------------
+# profiles.pyspy is layered by capability (docs/engine.md): a module imports only its own
+# subpackage and those below it. The leaves at the top of the package (errors, limits,
+# version, thresholds) are the floor; the public face (the package itself, __main__ and
+# the command lines) stands above everything. The Django side reaches the engine only
+# through the face or a subpackage's __init__ (the seam), at most SEAM_LIMIT of them.
+ENGINE_LAYERS = [
+    ["errors", "limits", "version", "thresholds"],
+    ["core"],
+    ["stats"],
+    ["formats"],
+    ["rules"],
+    ["count"],
+    ["timed"],
+    ["job"],
+    ["compare"],
+    ["", "__main__", "cli", "jobcli", "stackscli"],
+]
+SEAM_LIMIT = 8
+
+
+def engine_layer(module: str) -> int | None:
+    """The layer of an engine module (`profiles.pyspy.rules.states` -> 4)."""
+    if module != ENGINE and not module.startswith(f"{ENGINE}."):
+        return None
+    head = module[len(ENGINE) + 1 :].split(".")[0]
+    return next(i for i, layer in enumerate(ENGINE_LAYERS) if head in layer)
+
+
+def engine_graph() -> dict[str, set[str]]:
+    return {m: {t for t in ts if engine_layer(t) is not None}
+            for m, ts in import_graph().items() if engine_layer(m) is not None}  # fmt: skip
+
+
+def engine_back_edges(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if engine_layer(target) > engine_layer(module)
+    ]
+
+
+def test_every_engine_module_sits_in_a_layer_and_imports_none_above_it():
+    graph = engine_graph()
+    assert len(graph) > 60 and all(engine_layer(m) is not None for m in graph)
+    assert engine_back_edges(graph) == []
+
+
+def test_the_engine_check_sees_a_planted_back_edge():
+    graph = engine_graph()
+    graph["profiles.pyspy.stats.intervals"].add("profiles.pyspy.rules.states")
+    graph["profiles.pyspy.formats.raw"].add("profiles.pyspy.cli")
+    assert engine_back_edges(graph) == [
+        "profiles.pyspy.formats.raw imports profiles.pyspy.cli",
+        "profiles.pyspy.stats.intervals imports profiles.pyspy.rules.states",
+    ]
+
+
+def test_at_most_twelve_modules_stay_at_the_top_of_the_engine():
+    top = sorted(p.stem for p in (ROOT / "profiles" / "pyspy").glob("*.py"))
+    named = {
+        name or "__init__" for layer in (ENGINE_LAYERS[0], ENGINE_LAYERS[-1]) for name in layer
+    }
+    assert len(top) <= 12 and set(top) == named, top
+
+
+def seam_imports(paths: list[Path], package: str | None = None) -> dict[str, list[str]]:
+    """What the Django side imports the engine from: the module each `from X import ...`
+    or `import X` names (absolute), where X is the engine, by file."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        here = package or _package_of(path)
+        label = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                names = [base] if base != "profiles" else [
+                    f"profiles.{a.name}" for a in node.names if a.name == "pyspy"]  # fmt: skip
+            for name in names:
+                if engine_layer(name) is not None:
+                    found.setdefault(name, []).append(str(label))
+    return found
+
+
+def django_side() -> list[Path]:
+    return sorted(
+        path
+        for app in ("config", "profiles", "runs")
+        for path in (ROOT / app).rglob("*.py")
+        if "migrations" not in path.parts and ENGINE.replace(".", "/") not in path.as_posix()
+    )
+
+
+def seam_problems(found: dict[str, list[str]]) -> list[str]:
+    public = {ENGINE} | {f"{ENGINE}.{layer[0]}" for layer in ENGINE_LAYERS[1:-1]}
+    wrong = [f"{', '.join(sorted(set(files)))} import {name}, past the seam"
+             for name, files in sorted(found.items()) if name not in public]  # fmt: skip
+    if len(found) > SEAM_LIMIT:
+        wrong.append(f"{len(found)} engine modules imported: {sorted(found)}")
+    return wrong
+
+
+def test_the_django_side_imports_the_engine_only_through_its_seam():
+    found = seam_imports(django_side())
+    assert seam_problems(found) == []
+    assert ENGINE in found and len(found) >= 5  # the check reads real imports
+
+
+def test_the_seam_check_sees_a_deep_import_and_too_many_modules(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from profiles.pyspy.rules.states import classify\nimport profiles.pyspy.job\n"
+        "def f():\n    from ..pyspy.count import analysis\n"
+    )
+    found = seam_imports([probe], package="profiles.web")
+    assert found == {name: ["probe.py"] for name in
+                     (f"{ENGINE}.rules.states", f"{ENGINE}.job", f"{ENGINE}.count")}  # fmt: skip
+    assert seam_problems(found) == ["probe.py import profiles.pyspy.rules.states, past the seam"]
+    many = {f"{ENGINE}.{layer[0]}": ["x.py"] for layer in ENGINE_LAYERS[1:-1]} | {ENGINE: ["x"]}
+    assert len(many) == 9 and seam_problems(many)[-1].startswith("9 engine modules imported")
+
+
+def engine_sources(path: Path) -> set[str]:
+    """The engine modules that define the names `path` imports from an engine package
+    (`from profiles.pyspy.compare import row_label` -> profiles.pyspy.compare.regression),
+    so the page guard sees through the seam's re-exports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and engine_layer(node.module) is not None
+        ):
+            found.update(_defined_in(node.module, alias.name) for alias in node.names)
+    return found
+
+
+def _defined_in(module: str, name: str) -> str:
+    """Where `module`'s name `name` comes from, following `from .x import name` chains."""
+    file = _module_file(module)
+    if file is not None and file.name == "__init__.py":
+        for node in ast.parse(file.read_text()).body:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            original = next((a.name for a in node.names if (a.asname or a.name) == name), None)
+            if original is not None:
+                base = node.module or ""
+                if node.level:
+                    parts = module.split(".")[: len(module.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([base] if base else [])])
+                if not node.module:  # `from . import types`: a module of the package
+                    return f"{base}.{original}"
+                return _defined_in(base, original)
+    return f"{module}.{name}" if _module_file(f"{module}.{name}") else module
+
+
+def test_the_page_guard_sees_through_the_engine_seam(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from profiles.pyspy.rules import step_threads\nfrom profiles.pyspy import analyze\n"
+        "from profiles.pyspy.compare import row_label\nfrom profiles.pyspy.core import types\n"
+    )
+    assert engine_sources(probe) == {
+        "profiles.pyspy.rules.step_threads",
+        "profiles.pyspy.count.analysis",
+        "profiles.pyspy.compare.regression",
+        "profiles.pyspy.core.types",
+    }
+    assert all(_module_file(m) for m in CLASSIFIER_MODULES)

@@ -143,8 +143,6 @@ NAMED_FOR_A_REASON = {
     "profiles/captures/pipeline.py": "py-spy dump's --locals",
     "profiles/captures/record_notes.py": "a record whose py-spy crashed with --subprocesses "
     "is taken again without it",
-    "profiles/captures/timekeeping.py": "a record with --subprocesses stays speedscope: a "
-    "chrometrace never says when a child ended",
 }
 DISTINCT = ("nonblocking", "subprocesses", "dump_locals")  # words nothing else uses
 JS_NAME = re.compile(r"""["'`](%s)["'`]|\.(%s)\b|\b(%s)\s*:""" % (("|".join(DISTINCT),) * 3))

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiles import pyspy
-from profiles.pyspy.regression import JudgeOptions, judge
-from profiles.pyspy.states import STATES
+from profiles.pyspy.compare.regression import JudgeOptions, judge
+from profiles.pyspy.rules.state_rules import STATES
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "pyspy" / "torch_native_idle.txt"
 TRAIN = (

@@ -175,7 +175,8 @@ def test_a_failed_capture_reanalysed_to_done_loses_its_old_error(parsing, settin
 def _compiled_in_child(texts: list[str]) -> tuple[bool, int]:
     """In an analysis child: whether the default state rules are already built, and how
     many of these keywords it had to compile itself."""
-    from profiles.pyspy import keywords, rule_table
+    from profiles.pyspy.count import keywords
+    from profiles.pyspy.rules import rule_table
 
     before = keywords.compiled_keyword.cache_info().misses
     for text in texts:

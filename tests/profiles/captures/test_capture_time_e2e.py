@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from profiles.models import Capture
-from profiles.pyspy.timetrack import load_track
+from profiles.pyspy.formats.time_track import load_track
 from tests.profiles.captures.test_capture_e2e import _api, _request_capture, _wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]

@@ -14,8 +14,9 @@ from profiles.captures.timekeeping import RECORD_FORMAT, RECORD_FORMAT_TIMED, re
         (True, False, False, RECORD_FORMAT_TIMED),  # every thread every round: py-spy's times
         (False, False, False, RECORD_FORMAT),  # blocked threads dropped: no time at all
         (True, True, False, RECORD_FORMAT),  # only the GIL holder: no time either
-        # Children come and go, and a chrometrace never says when one ended.
-        (True, False, True, RECORD_FORMAT),
+        # Children come and go: the rank's next sample under a worker's thread handle says
+        # when the worker was gone (profiles/pyspy/formats/chrometrace.py).
+        (True, False, True, RECORD_FORMAT_TIMED),
     ],
 )
 def test_a_record_asks_for_chrometrace_only_where_its_times_hold(idle, gil, subprocesses, expected):

@@ -12,7 +12,7 @@ Trainer job (bench/targets/hf_job.py: a tiny GPT-2 from a config) and a Lightnin
   in the framework's step, called from the user's `main` line; the verdict comes after
   the job said `hung`.
 The frames named are those py-spy shows of transformers 5 and lightning 2.6
-(profiles/pyspy/framework_rules.py). About a minute per framework, most of it the
+(profiles/pyspy/rules/framework_rules.py). About a minute per framework, most of it the
 framework's import and start-up."""
 
 from __future__ import annotations

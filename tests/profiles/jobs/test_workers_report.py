@@ -17,8 +17,8 @@ from profiles.captures import enqueue, pipeline
 from profiles.jobs import pipeline as group_pipeline
 from profiles.jobs import services as jobs
 from profiles.models import Capture, CaptureGroup
-from profiles.pyspy.redaction import HIDDEN
-from profiles.pyspy.timetrack import load_track
+from profiles.pyspy.formats.redaction import HIDDEN
+from profiles.pyspy.formats.time_track import load_track
 from runs import remote
 from runs.remote import guard
 from tests import factories

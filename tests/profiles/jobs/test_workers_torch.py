@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from profiles.models import Capture, CaptureGroup
+from profiles.pyspy.formats import load_track
 from runs.models import Host, Run, RunProcess
 from tests.support.procs import children, stat
 from tests.support.requirements import require_torch
@@ -225,6 +226,10 @@ def test_rank_1s_workers_are_its_own_named_in_the_evidence_and_a_killed_one_cost
     assert killed in workers["pids"], (workers["pids"], window, log)
     assert set(workers["pids"]) - before, (workers["pids"], window, job.workers(), log)
     assert {t["pid"] for t in rank1.stats["threads"]} == {None}
+    # Its timeline keeps py-spy's own times (a `--subprocesses` record is a chrometrace,
+    # profiles.captures.timekeeping): the rank's MainThread is placed in every round.
+    track = load_track(rank1.time_file.read())
+    assert track.times is not None and "MainThread" in {t.name for t in track.timed()}
 
     # What they do, as the job's clock says it.
     top = workers["functions"][0]

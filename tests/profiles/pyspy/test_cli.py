@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .golden import DATA
+from tests.profiles.pyspy.golden import DATA
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -3,8 +3,7 @@
 import pytest
 
 from profiles.pyspy import AnalysisOptions, analyze, analyze_lag, parse_dump, read_profile
-
-from .golden import DATA, check_golden
+from tests.profiles.pyspy.golden import DATA, check_golden
 
 ANALYZE_CASES = [
     "threads.txt",

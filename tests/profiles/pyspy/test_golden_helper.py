@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from .golden import UPDATE, check_golden
+from tests.profiles.pyspy.golden import UPDATE, check_golden
 
 
 def test_a_missing_expected_file_fails_naming_it_and_the_switch(tmp_path, monkeypatch):

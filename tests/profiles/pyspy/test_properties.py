@@ -17,9 +17,8 @@ from profiles.pyspy import (
     parse_raw_lines,
     read_profile,
 )
-from profiles.pyspy.states import STATES
-
-from .test_flamegraph import assert_well_formed
+from profiles.pyspy.rules.state_rules import STATES
+from tests.profiles.pyspy.count.test_flamegraph import assert_well_formed
 
 KEYWORDS = (Keyword("cu", "gpu"), Keyword("Sync", "gpu"), Keyword("x", "other"))
 FRAMES = ["a", "b (x.py:1)", "cuSync (libcuda.so)", "cudaSync (libcudart.so)", "x", "thread (7): w"]

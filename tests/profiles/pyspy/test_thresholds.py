@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 
 from profiles.pyspy import analyze_lag, thresholds
-from profiles.pyspy.findings import RULES_BY_NAME
-from profiles.pyspy.regression import JudgeOptions
+from profiles.pyspy.compare.regression import JudgeOptions
+from profiles.pyspy.rules.findings import RULES_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
 ENGINE = ROOT / "profiles" / "pyspy"
 APPLIERS = [
-    "findings", "straggler", "job", "stuck", "activity", "regression", "compare", "periodic",
-    "blocks", "lag", "device",
+    "rules/findings", "job/straggler", "job/report", "job/stuck", "count/activity",
+    "compare/regression", "compare/captures", "timed/periodic_stalls", "stats/batch_means",
+    "formats/log", "timed/device",
 ]  # fmt: skip
 """The modules that apply thresholds: none may define one of its own."""
 
@@ -125,7 +126,7 @@ def _finished_log(behind_s: float) -> str:
 
 
 def test_the_sampler_threshold_is_where_the_lag_verdict_turns_unreliable():
-    """lag.py decides the verdict; the finding reports SAMPLER_UNRELIABLE as its threshold:
+    """formats/log.py decides the verdict; the finding reports SAMPLER_UNRELIABLE as its threshold:
     10 s of rounds taking just over (under) 20 s is just under (over) half of them."""
     limit = thresholds.SAMPLER_UNRELIABLE / 100
     late = 10 / limit - 10

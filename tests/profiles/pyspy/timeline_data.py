@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from profiles.pyspy.split import Split, split_speedscope
-from profiles.pyspy.timed import TimedCapture
+from profiles.pyspy.formats.split import Split, split_speedscope
+from profiles.pyspy.timed.timed_capture import TimedCapture
 from tests.support.speedscope_doc import frame_object, speedscope  # noqa: F401 - the tests' inputs
 
 TIMELINE = Path(__file__).resolve().parents[2] / "data" / "timeline"

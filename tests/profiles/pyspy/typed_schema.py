@@ -1,4 +1,4 @@
-"""Check a JSON-like value against a TypedDict of profiles/pyspy/types.py: every required
+"""Check a JSON-like value against a TypedDict of profiles/pyspy/core/types.py: every required
 key present, no key the TypedDict does not name, every value of its declared type
 (str, int, float, bool, None, Literal, unions, list[...], dict[..., ...], nested
 TypedDicts). NotRequired keys may be missing. Returns the problems, as paths."""
